@@ -1,0 +1,27 @@
+"""Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
+
+from . import scoring
+from .inputs import check_inputs, check_threshold, normalize_top_k
+from .ranking import (
+    GAIN_FUNCTIONS,
+    TIE_POLICIES,
+    RankedBatch,
+    check_gain_function,
+    check_ties,
+    rank_batch,
+    top_indices,
+)
+
+__all__ = [
+    "GAIN_FUNCTIONS",
+    "TIE_POLICIES",
+    "RankedBatch",
+    "check_gain_function",
+    "check_inputs",
+    "check_threshold",
+    "check_ties",
+    "normalize_top_k",
+    "rank_batch",
+    "scoring",
+    "top_indices",
+]

@@ -1,0 +1,93 @@
+"""Per-query scorers over a :class:`~ignite_ranking.kernels.ranking.RankedBatch`.
+
+Each takes the ranked batch and the ascending cutoffs and returns float64 values of shape
+``(batch, len(cutoffs))``; a query without relevant items scores 0. A cutoff larger than the
+number of ranked positions sees all of them (precision still divides by the cutoff itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .ranking import RankedBatch
+
+__all__ = [
+    "average_precision",
+    "hit_rate",
+    "ndcg",
+    "precision",
+    "r_precision",
+    "recall",
+    "reciprocal_rank",
+]
+
+
+def _at_cutoffs(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
+    """Cumulative sums of ``per_rank`` read at each cutoff: ``(batch, len(cutoffs))``."""
+    cumulative = torch.nn.functional.pad(per_rank.cumsum(dim=1), (1, 0))
+    depth = per_rank.shape[1]
+    columns = torch.tensor([min(k, depth) for k in cutoffs], device=per_rank.device)
+    return cumulative[:, columns]
+
+
+def _cutoff_tensor(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    return torch.tensor(cutoffs, dtype=torch.float64, device=ranked.relevant.device)
+
+
+def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
+    """``numerator / denominator`` with 0 where the denominator is 0."""
+    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
+
+
+def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    """``1 / rank`` of the first relevant item if that rank is ``<= k``, else 0."""
+    relevant = ranked.relevant > 0
+    rank = relevant.to(torch.uint8).argmax(dim=1).to(torch.float64) + 1.0
+    found = relevant.any(dim=1)
+    within = found[:, None] & (rank[:, None] <= _cutoff_tensor(ranked, cutoffs))
+    return torch.where(within, 1.0 / rank[:, None], torch.zeros(1, dtype=torch.float64, device=rank.device))
+
+
+def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    """1 if a relevant item is in the top k, else 0."""
+    return (_at_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
+
+
+def precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    """Relevant items in the top k, divided by k."""
+    return _at_cutoffs(ranked.relevant, cutoffs) / _cutoff_tensor(ranked, cutoffs)
+
+
+def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    """Relevant items in the top k, divided by the row's number of relevant items R."""
+    return _divide(_at_cutoffs(ranked.relevant, cutoffs), ranked.num_relevant[:, None])
+
+
+def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+    """Sum of precision at the ranks ``i <= k`` of relevant items, divided by R."""
+    relevant = ranked.relevant
+    ranks = torch.arange(1, relevant.shape[1] + 1, dtype=torch.float64, device=relevant.device)
+    precision_at_rank = relevant.cumsum(dim=1) / ranks
+    return _divide(_at_cutoffs(relevant * precision_at_rank, cutoffs), ranked.num_relevant[:, None])
+
+
+def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_rank") -> torch.Tensor:
+    """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
+    ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
+    discount = 1.0 / torch.log2(ranks)
+    dcg = _at_cutoffs(ranked.gains(gain_function) * discount, cutoffs)
+    idcg = _at_cutoffs(ranked.ideal_gains(gain_function) * discount, cutoffs)
+    return _divide(dcg, idcg)
+
+
+def r_precision(ranked: RankedBatch) -> torch.Tensor:
+    """Relevant items in the top R, divided by R: ``(batch, 1)``.
+
+    The batch must be ranked with ``cover_relevant=True`` so that rank R is always held.
+    """
+    cumulative = torch.nn.functional.pad(ranked.relevant.cumsum(dim=1), (1, 0))
+    within = cumulative.gather(1, ranked.num_relevant.to(torch.int64)[:, None])
+    return _divide(within, ranked.num_relevant[:, None])

@@ -1,0 +1,23 @@
+"""Ignite metrics, one module each, sharing :class:`~ignite_ranking.metrics.base.RankingMetric`."""
+
+from .average_precision import MAP
+from .base import RankingMetric
+from .group import RankingMetrics
+from .hit_rate import HitRate
+from .mrr import MRR
+from .ndcg import NDCG
+from .precision import Precision
+from .r_precision import RPrecision
+from .recall import Recall
+
+__all__ = [
+    "MAP",
+    "MRR",
+    "NDCG",
+    "HitRate",
+    "Precision",
+    "RPrecision",
+    "RankingMetric",
+    "RankingMetrics",
+    "Recall",
+]

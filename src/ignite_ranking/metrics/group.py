@@ -1,0 +1,96 @@
+"""RankingMetrics: several ranking metrics fed by one ranking per batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import torch
+from ignite.metrics import MetricGroup
+
+from ..kernels import rank_batch
+from .base import RankingMetric, unpack_output
+
+__all__ = ["RankingMetrics"]
+
+
+class RankingMetrics(MetricGroup):
+    """A group of ranking metrics that ranks each batch once for all of its members.
+
+    Attached to an engine, it publishes one scalar per member and cutoff in
+    ``engine.state.metrics`` under ``"{member}@{k}"`` (``"{member}"`` for
+    :class:`~ignite_ranking.RPrecision`), ready for Ignite's loggers, and the whole dict under the
+    name it was attached with. Results equal those of the members used alone; the group's
+    ``output_transform`` is the one applied (the members' own are not). All members must share
+    ``relevance_threshold`` and ``ties``, since they share one ranking.
+
+    Args:
+        metrics: a mapping of names to metrics; members may also be given as keyword arguments.
+        output_transform: turns the engine's output into ``(y_pred, y)``.
+        skip_unrolling: as in :class:`ignite.metrics.Metric`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import MRR, NDCG, RankingMetrics, Recall
+        >>> group = RankingMetrics(mrr=MRR([1, 10]), ndcg=NDCG([10]), recall=Recall([10, 50]))
+        >>> group.update((torch.tensor([[0.2, 0.9, 0.4]]), torch.tensor([[1, 0, 0]])))
+        >>> {name: round(value, 4) for name, value in group.compute().items()}
+        {'mrr@1': 0.0, 'mrr@10': 0.3333, 'ndcg@10': 0.5, 'recall@10': 1.0, 'recall@50': 1.0}
+    """
+
+    def __init__(
+        self,
+        metrics: Mapping[str, RankingMetric] | None = None,
+        *,
+        output_transform: Callable = lambda x: x,
+        skip_unrolling: bool = False,
+        **members: RankingMetric,
+    ):
+        merged = dict(metrics or {})
+        for name in members:
+            if name in merged:
+                raise ValueError(f"metric name {name!r} is given twice.")
+        merged.update(members)
+        if not merged:
+            raise ValueError("RankingMetrics needs at least one metric.")
+        for name, metric in merged.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"metric names must be non-empty strings, got {name!r}.")
+            if not isinstance(metric, RankingMetric):
+                raise TypeError(
+                    f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
+                )
+        if len({id(m) for m in merged.values()}) != len(merged):
+            raise ValueError("each metric instance may appear in the group once.")
+        shared = {(m.relevance_threshold, m.ties) for m in merged.values()}
+        if len(shared) > 1:
+            raise ValueError(
+                "members of one RankingMetrics must share relevance_threshold and ties, got "
+                f"{sorted(shared)}; use separate groups for different settings."
+            )
+        self._threshold, self._ties = shared.pop()
+        super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
+
+    def update(self, output: Sequence[torch.Tensor]) -> None:
+        y_pred, y = unpack_output(output)
+        members = list(self.metrics.values())
+        ranked = rank_batch(
+            y_pred,
+            y,
+            max(m.depth for m in members),
+            relevance_threshold=self._threshold,
+            ties=self._ties,
+            ideal=any(m.needs_ideal for m in members),
+            cover_relevant=any(m.covers_relevant for m in members),
+        )
+        for metric in members:
+            metric.accumulate(ranked)
+
+    def compute(self) -> dict[str, float]:
+        results: dict[str, float] = {}
+        for name, metric in self.metrics.items():
+            value = metric.compute()
+            if metric.top_k is None:
+                results[name] = value
+            else:
+                results.update({f"{name}@{k}": v for k, v in zip(metric.top_k, value, strict=True)})
+        return results

@@ -1,0 +1,50 @@
+"""HitRate@k."""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels import scoring
+from ..kernels.ranking import RankedBatch
+from .base import RankingMetric
+
+__all__ = ["HitRate"]
+
+
+class HitRate(RankingMetric):
+    r"""Fraction of queries with at least one relevant item in the top k.
+
+    .. math:: \text{HitRate}@k = \frac{1}{|Q|} \sum_{q \in Q} \mathbb{1}[r_q \le k]
+
+    with :math:`r_q` the rank of the first relevant item. Arguments and defaults follow
+    :class:`ignite.metrics.HitRate` (``top_k=1``), plus ``relevance_threshold`` and ``ties`` as in
+    :class:`~ignite_ranking.MRR`, whose docstring states the tie rule and input forms.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import HitRate
+        >>> metric = HitRate(top_k=[1, 2])
+        >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 0]])))
+        >>> metric.compute()
+        [0.0, 1.0]
+    """
+
+    name = "hit_rate"
+
+    def __init__(
+        self,
+        top_k: int | list[int] = 1,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform=lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+    ):
+        super().__init__(
+            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        return scoring.hit_rate(ranked, self.top_k)

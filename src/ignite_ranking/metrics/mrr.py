@@ -1,0 +1,75 @@
+"""MRR@k, mean reciprocal rank."""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels import scoring
+from ..kernels.ranking import RankedBatch
+from .base import RankingMetric
+
+__all__ = ["MRR"]
+
+
+class MRR(RankingMetric):
+    r"""Mean reciprocal rank at k.
+
+    .. math::
+        \text{MRR}@k = \frac{1}{|Q|} \sum_{q \in Q} \text{RR}_q@k, \qquad
+        \text{RR}_q@k = \begin{cases} 1 / r_q & r_q \le k \\ 0 & \text{otherwise} \end{cases}
+
+    where :math:`r_q` is the rank of the first relevant item of query :math:`q` (an item is
+    relevant iff its label is ``>= relevance_threshold``). Items are ranked by descending score;
+    equal scores are ranked by item index, the lower index first, exactly as
+    ``torch.argsort(y_pred, dim=1, descending=True, stable=True)``. ``+inf``/``-inf`` scores are
+    allowed and rank first/last; NaN is refused.
+
+    - ``update`` takes ``(y_pred, y)``, both of shape ``(batch, num_items)``: floating scores (higher
+      is better) and binary or graded labels of any real dtype.
+    - ``compute`` returns a list of floats, one per cutoff in ascending order of ``top_k``.
+
+    Args:
+        top_k: a positive int or a list of them; duplicates are dropped, and a k larger than the
+            number of items sees every item.
+        ignore_zero_hits: if True, queries without a relevant item are left out of the mean; if
+            False they count with value 0.
+        relevance_threshold: the smallest label that makes an item relevant.
+        output_transform: turns the engine's output into ``(y_pred, y)``.
+        device: where the sums are kept.
+        skip_unrolling: as in :class:`ignite.metrics.Metric`, for multi-output models.
+        ties: ``"first"`` (the default above) or ``"last"`` (higher index first).
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import MRR
+        >>> y_pred = torch.tensor([[4.0, 2.0, 3.0, 1.0], [1.0, 2.0, 3.0, 4.0]])
+        >>> y = torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+        >>> metric = MRR(top_k=[1, 2, 3, 4])
+        >>> metric.update((y_pred, y))
+        >>> metric.compute()
+        [0.0, 0.5, 0.5, 0.5]
+        >>> metric = MRR(top_k=[1, 2, 3, 4], ignore_zero_hits=False)
+        >>> metric.update((y_pred, y))
+        >>> metric.compute()
+        [0.0, 0.25, 0.25, 0.25]
+    """
+
+    name = "mrr"
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform=lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+    ):
+        super().__init__(
+            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        return scoring.reciprocal_rank(ranked, self.top_k)

@@ -1,0 +1,58 @@
+"""NDCG@k, normalized discounted cumulative gain."""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels import check_gain_function, scoring
+from ..kernels.ranking import RankedBatch
+from .base import RankingMetric
+
+__all__ = ["NDCG"]
+
+
+class NDCG(RankingMetric):
+    r"""Mean normalized discounted cumulative gain at k.
+
+    .. math::
+        \text{DCG}@k = \sum_{i=1}^{k} \frac{g_i}{\log_2(i + 1)}, \qquad
+        \text{NDCG}@k = \frac{\text{DCG}@k}{\text{IDCG}@k}
+
+    :math:`g_i` is the gain of the item at rank i: ``2**label - 1`` (``"exp_rank"``, Burges et al.
+    2005) or ``label`` (``"linear_rank"``, Järvelin and Kekäläinen 2002) for a relevant item, 0
+    otherwise. IDCG@k is the DCG@k of the row's own labels in descending order. Gains are computed
+    in float64, so large grades in float16 inputs do not overflow. A query whose IDCG is 0 scores
+    0. Arguments and defaults follow :class:`ignite.metrics.NDCG`, plus ``ties`` as in
+    :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import NDCG
+        >>> metric = NDCG(top_k=[1, 2], gain_function="linear_rank")
+        >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 0]])))
+        >>> [round(v, 4) for v in metric.compute()]
+        [0.0, 0.6309]
+    """
+
+    name = "ndcg"
+    needs_ideal = True
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        gain_function: str = "exp_rank",
+        output_transform=lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+    ):
+        self.gain_function = check_gain_function(gain_function)
+        super().__init__(
+            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        return scoring.ndcg(ranked, self.top_k, self.gain_function)

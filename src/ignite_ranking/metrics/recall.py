@@ -1,0 +1,33 @@
+"""Recall@k."""
+
+from __future__ import annotations
+
+from ..kernels import scoring
+from ..kernels.ranking import RankedBatch
+from .base import RankingMetric
+
+__all__ = ["Recall"]
+
+
+class Recall(RankingMetric):
+    r"""Mean recall at k: relevant items among the top k, divided by the query's R relevant items.
+
+    .. math:: \text{R}@k = \frac{1}{|Q|} \sum_{q \in Q} \frac{|\{\text{relevant items of } q
+        \text{ at ranks} \le k\}|}{R_q}
+
+    R counts every relevant item of the row, so recall stays below 1 when R > k (trec_eval's
+    ``recall_k``). Arguments as :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Recall
+        >>> metric = Recall(top_k=[1, 2])
+        >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 1]])))
+        >>> metric.compute()
+        [0.0, 0.5]
+    """
+
+    name = "recall"
+
+    def score(self, ranked: RankedBatch):
+        return scoring.recall(ranked, self.top_k)
