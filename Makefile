@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint format demo bench clean
+.PHONY: install test lint format demo bench docs clean
 
 # The stamp makes a second `make test` on a ready venv skip the installs; it is rebuilt when
 # the project's dependencies or the torch pin change.
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[test,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dev,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,6 +34,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_mrr.py
+
+# Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,74 @@
+"""Sphinx configuration for the ignite-ranking documentation.
+
+Builds offline: no intersphinx, no remote resources at build time. Pages are Markdown (MyST);
+the API reference comes from the Google-style docstrings through autodoc and napoleon.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ignite_ranking
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+
+project = "ignite-ranking"
+author = "ignite-ranking developers"
+copyright = "ignite-ranking developers"
+release = ignite_ranking.__version__
+version = release
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+]
+
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "conftest.py"]
+
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+
+html_theme = "furo"
+html_title = f"ignite-ranking {release}"
+html_static_path = ["_static"]
+
+# Files written by other parts of the project; the performance page shows them when present and
+# says where they will appear when not, so the build never depends on a benchmark run.
+BENCHMARK_RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+BENCHMARK_CHART = DOCS / "_static" / "benchmark.png"
+RESULTS_MARKER = "<!-- benchmark-results -->"
+CHART_MARKER = "<!-- benchmark-chart -->"
+
+
+def _fill_benchmarks(app, docname: str, source: list[str]) -> None:
+    if docname != "performance":
+        return
+    text = source[0]
+    if BENCHMARK_CHART.is_file():
+        chart = "```{image} _static/benchmark.png\n:alt: Benchmark chart\n:width: 100%\n```\n"
+    else:
+        chart = "*The benchmark chart (`docs/_static/benchmark.png`) has not been generated yet.*\n"
+    if BENCHMARK_RESULTS.is_file():
+        results = "```{include} ../benchmarks/RESULTS.md\n:heading-offset: 1\n```\n"
+    else:
+        results = (
+            "*No benchmark results yet: `make bench` writes `benchmarks/RESULTS.md`, "
+            "and this page includes it on the next `make docs`.*\n"
+        )
+    source[0] = text.replace(CHART_MARKER, chart).replace(RESULTS_MARKER, results)
+
+
+def setup(app):
+    app.connect("source-read", _fill_benchmarks)
+    return {"parallel_read_safe": True}
