@@ -1,0 +1,48 @@
+"""The benchmark scripts run end to end with --quick (tiny sizes, one repeat).
+
+No timing is asserted: timings belong in benchmarks/RESULTS.md, not in tests. What is checked is
+that the scripts still run against the current API and that their own correctness assertions
+(our values equal the stable-argsort kernel's; the group equals its members alone) hold. The
+scripts are loaded and their ``main`` called in this process, which keeps the test to seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_mrr_quick(capsys):
+    assert load("bench_mrr").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| scores | batch x items |" in out
+    assert "| continuous |" in out and "| quantized |" in out
+
+
+def test_bench_family_quick(capsys):
+    assert load("bench_family").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| batch x items | case |" in out
+    for case in ("group", "topk", "ignite", "six alone"):
+        assert f"| {case} |" in out
+
+
+def test_peak_memory_sees_an_allocation():
+    torch = pytest.importorskip("torch")
+    common = load("common")
+    mib, method = common.peak_beyond_current(lambda: torch.ones(64, 2**20).sum())
+    assert method in ("VmHWM-VmRSS", "ru_maxrss delta")
+    assert mib >= 0
