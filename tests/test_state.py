@@ -1,0 +1,169 @@
+"""State: save/resume mid-epoch, copies, refusals, exact counts past 2**24, reset."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from ignite.exceptions import NotComputableError
+from reference import METRIC_NAMES, build_metric, tied_batch
+
+from ignite_ranking import MRR, NDCG, Precision, RankingMetrics, RPrecision
+
+KS = [1, 4, 20]
+
+
+@pytest.fixture(scope="module")
+def batches():
+    rng = np.random.default_rng(17)
+    return [tied_batch(rng, b, 9) for b in (5, 3, 8, 2, 6)]
+
+
+def _group():
+    return RankingMetrics({name: build_metric(name, KS) for name in METRIC_NAMES})
+
+
+def _state_tensors(metric):
+    return metric._sum_per_k.clone(), metric._num_examples.clone()
+
+
+@pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])
+def test_resume_mid_epoch_equals_an_uninterrupted_run(name, batches):
+    def make():
+        return _group() if name == "group" else build_metric(name, KS)
+
+    uninterrupted = make()
+    for output in batches:
+        uninterrupted.update(output)
+
+    first = make()
+    for output in batches[:2]:
+        first.update(output)
+    saved = first.state_dict()
+
+    resumed = make()
+    resumed.load_state_dict(saved)
+    for output in batches[2:]:
+        resumed.update(output)
+    assert resumed.compute() == uninterrupted.compute()
+
+
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_state_dict_returns_copies(name, batches):
+    metric = build_metric(name, KS)
+    metric.update(batches[0])
+    saved = metric.state_dict()
+    snapshot = copy.deepcopy(saved)
+    metric.update(batches[1])
+    metric.update(batches[2])
+    (per_rank,) = saved["__metric_state_per_rank"]
+    (before,) = snapshot["__metric_state_per_rank"]
+    assert torch.equal(per_rank["_sum_per_k"], before["_sum_per_k"])
+    assert torch.equal(per_rank["_num_examples"], before["_num_examples"])
+    assert not torch.equal(per_rank["_num_examples"], metric._num_examples)
+
+
+def test_load_state_dict_copies_what_it_is_given(batches):
+    source = MRR(KS)
+    source.update(batches[0])
+    saved = source.state_dict()
+    snapshot = copy.deepcopy(saved)
+    target = MRR(KS)
+    target.load_state_dict(saved)
+    target.update(batches[1])
+    (per_rank,) = saved["__metric_state_per_rank"]
+    (before,) = snapshot["__metric_state_per_rank"]
+    assert torch.equal(per_rank["_sum_per_k"], before["_sum_per_k"])
+    assert torch.equal(per_rank["_num_examples"], before["_num_examples"])
+
+
+def test_group_state_dict_round_trip(batches):
+    group = _group()
+    for output in batches:
+        group.update(output)
+    restored = _group()
+    restored.load_state_dict(group.state_dict())
+    assert restored.compute() == group.compute()
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (MRR([1, 2]), MRR([1, 2, 3])),
+        (NDCG([5, 10, 20]), NDCG([5])),
+        (Precision([1, 2]), RPrecision()),
+        (RPrecision(), MRR([1, 2])),
+    ],
+    ids=["mrr-2-to-3", "ndcg-3-to-1", "precision-2-to-rprec", "rprec-to-mrr-2"],
+)
+def test_load_state_dict_refuses_another_number_of_cutoffs(source, target):
+    source.update((torch.tensor([[0.3, 0.9]]), torch.tensor([[1, 0]])))
+    target.update((torch.tensor([[0.3, 0.9]]), torch.tensor([[0, 1]])))
+    before = _state_tensors(target)
+    with pytest.raises(ValueError, match="cutoff"):
+        target.load_state_dict(source.state_dict())
+    after = _state_tensors(target)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+def test_load_state_dict_refuses_missing_keys():
+    metric = MRR([1])
+    with pytest.raises(ValueError, match="_num_examples"):
+        metric.load_state_dict({"__metric_state_per_rank": [{"_sum_per_k": torch.zeros(1)}]})
+
+
+def test_loaded_state_takes_the_accumulation_dtypes():
+    metric = MRR([1, 2])
+    state = {"_sum_per_k": torch.tensor([1.0, 2.0], dtype=torch.float32), "_num_examples": 4}
+    metric.load_state_dict({"__metric_state_per_rank": [state]})
+    assert metric._sum_per_k.dtype == torch.float64
+    assert metric._num_examples.dtype == torch.int64
+    assert metric.compute() == [0.25, 0.5]
+
+
+@pytest.mark.parametrize("count", [2**24, 2**24 + 1, 2**40 + 7])
+def test_count_and_mean_stay_exact_past_float32_range(count):
+    metric = MRR([1, 2])
+    sums = torch.tensor([count / 2, count], dtype=torch.float64)  # RR@1 = 0.5, RR@2 = 1 so far
+    metric.load_state_dict(
+        {"__metric_state_per_rank": [{"_sum_per_k": sums, "_num_examples": torch.tensor(count)}]}
+    )
+    # Three more queries, each with the relevant item first: RR@1 = RR@2 = 1.
+    y_pred = torch.tensor([[0.9, 0.1]] * 3)
+    y = torch.tensor([[1, 0]] * 3)
+    metric.update((y_pred, y))
+    assert metric._num_examples.dtype == torch.int64
+    assert int(metric._num_examples) == count + 3
+    assert metric._sum_per_k.tolist() == [count / 2 + 3, count + 3]
+    assert metric.compute() == [(count / 2 + 3) / (count + 3), 1.0]
+    # A float32 count would have lost the three queries at 2**24 already.
+    assert float(torch.tensor(2**24, dtype=torch.float32) + 1) == 2**24
+
+
+def test_count_dtype_stays_int64_over_many_updates():
+    metric = NDCG([3])
+    for _ in range(5):
+        metric.update((torch.rand(4, 6), torch.randint(0, 3, (4, 6))))
+        assert metric._num_examples.dtype == torch.int64
+        assert metric._sum_per_k.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])
+def test_reset_clears(name, batches):
+    metric = _group() if name == "group" else build_metric(name, KS, ignore_zero_hits=False)
+    for output in batches:
+        metric.update(output)
+    metric.reset()
+    members = metric.metrics.values() if name == "group" else [metric]
+    for m in members:
+        assert (m._sum_per_k == 0).all()
+        assert int(m._num_examples) == 0
+    with pytest.raises(NotComputableError):
+        metric.compute()
+    # And it counts afresh afterwards.
+    fresh = _group() if name == "group" else build_metric(name, KS, ignore_zero_hits=False)
+    for m in (metric, fresh):
+        m.update(batches[0])
+    assert metric.compute() == fresh.compute()
