@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 
 from .kernels import (
+    RankedBatch,
     check_gain_function,
     check_inputs,
     check_threshold,
@@ -29,7 +30,6 @@ from .kernels import (
     rank_batch,
     scoring,
 )
-from .kernels.ranking import RankedBatch
 
 __all__ = [
     "average_precision",

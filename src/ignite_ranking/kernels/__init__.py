@@ -1,16 +1,9 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
 from . import scoring
+from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .inputs import check_inputs, check_threshold, normalize_top_k
-from .ranking import (
-    GAIN_FUNCTIONS,
-    TIE_POLICIES,
-    RankedBatch,
-    check_gain_function,
-    check_ties,
-    rank_batch,
-    top_indices,
-)
+from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
 
 __all__ = [
     "GAIN_FUNCTIONS",

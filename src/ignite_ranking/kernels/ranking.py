@@ -1,35 +1,33 @@
 """The ranking kernel: select and order the top items of every row once, exactly.
 
-Order (the contract): descending score; tied scores by item index, the lower index first
-(``ties="first"``, the order of ``torch.argsort(y_pred, descending=True, stable=True)``) or the
-higher index first (``ties="last"``).
+Order: descending score; equal scores by the tie policy.
+
+- ``"first"`` (the contract's default): lower index first, the order of
+  ``torch.argsort(y_pred, descending=True, stable=True)``.
+- ``"last"``: higher index first.
+- ``"optimistic"`` / ``"pessimistic"``: higher / lower label first, then lower index first.
+- ``"average"``: ranked as ``"first"``, then every metric takes its expected value over all
+  orders of each tied block (see :mod:`ignite_ranking.kernels.ties`).
 
 The kernel never sorts a whole row unless the cutoff covers it. ``torch.topk`` with one item
 more than the cutoff finds the best values; a row whose value after the cutoff equals the value
 at the cutoff has a tie across the boundary, and only those rows take an extra pass that keeps
-the tied items the tie rule prefers. The selected items are then ordered with a stable sort of
+the tied items the policy prefers. The selected items are then ordered with stable sorts of
 ``(batch, k)`` values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
+from .batch import RankedBatch
 from .inputs import as_label_tensor, count_relevant, threshold_for
+from .ties import tie_blocks
 
-__all__ = [
-    "GAIN_FUNCTIONS",
-    "TIE_POLICIES",
-    "RankedBatch",
-    "check_gain_function",
-    "check_ties",
-    "rank_batch",
-    "top_indices",
-]
+__all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
 
-TIE_POLICIES = ("first", "last")
+TIE_POLICIES = ("first", "last", "average", "optimistic", "pessimistic")
+_BY_LABEL = ("optimistic", "pessimistic")
 
 
 def check_ties(ties: object) -> str:
@@ -39,38 +37,52 @@ def check_ties(ties: object) -> str:
     return ties  # type: ignore[return-value]
 
 
-def top_indices(scores: torch.Tensor, k: int, ties: str = "first") -> torch.Tensor:
+def top_indices(
+    scores: torch.Tensor, k: int, ties: str = "first", labels: torch.Tensor | None = None
+) -> torch.Tensor:
     """Indices of the ``min(k, num_items)`` best items of each row, in ranking order.
 
     Args:
         scores: ``(batch, num_items)`` floating scores without NaN.
         k: how many items to return per row.
-        ties: ``"first"`` (lower index first among equal scores) or ``"last"``.
+        ties: a tie policy; ``"average"`` orders as ``"first"``.
+        labels: ``(batch, num_items)`` labels, needed by ``"optimistic"`` and ``"pessimistic"``.
 
     Returns:
         ``(batch, min(k, num_items))`` int64 indices.
     """
+    return _select(scores, k, ties, labels)[0]
+
+
+def _select(scores, k, ties, labels):
+    """``top_indices`` and the rows whose k-th value is tied with an item below the cutoff."""
+    if ties in _BY_LABEL and labels is None:
+        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
     batch, num_items = scores.shape
+    none = torch.zeros(0, dtype=torch.int64, device=scores.device)
     if k >= num_items:
         every = torch.arange(num_items, device=scores.device).expand(batch, num_items)
-        return _in_rank_order(scores, every, ties)
+        return _in_rank_order(scores, every, ties, labels), none
     values, indices = torch.topk(scores, k + 1, dim=1)
     boundary = values[:, k - 1]
     indices = indices[:, :k]
     crossing = (values[:, k] == boundary).nonzero().squeeze(1)
     if crossing.numel():
-        need = k - (values[crossing, : k - 1] > boundary[crossing, None]).sum(dim=1)
-        indices = indices.index_copy(
-            0, crossing, _keep_tied(scores[crossing], boundary[crossing], need, k, ties)
-        )
-    return _in_rank_order(scores, indices, ties)
+        if ties in _BY_LABEL:
+            # Rare and label-dependent: order those rows fully.
+            kept = top_indices(scores[crossing], num_items, ties, labels[crossing])[:, :k]
+        else:
+            need = k - (values[crossing, : k - 1] > boundary[crossing, None]).sum(dim=1)
+            kept = _keep_tied(scores[crossing], boundary[crossing], need, k, ties)
+        indices = indices.index_copy(0, crossing, kept)
+    return _in_rank_order(scores, indices, ties, labels), crossing
 
 
 def _keep_tied(scores: torch.Tensor, boundary: torch.Tensor, need: torch.Tensor, k: int, ties: str):
     """For rows with a tie across the cutoff: the k items that the tie rule puts first, by index.
 
     Every item above the boundary value is kept, and of the items equal to it the ``need``
-    lowest (``"first"``) or highest (``"last"``) indices.
+    lowest (``"last"``: highest) indices.
     """
     keep = scores > boundary[:, None]
     rows, cols = (scores == boundary[:, None]).nonzero(as_tuple=True)
@@ -83,68 +95,14 @@ def _keep_tied(scores: torch.Tensor, boundary: torch.Tensor, need: torch.Tensor,
     return keep.nonzero(as_tuple=True)[1].view(-1, k)
 
 
-def _in_rank_order(scores: torch.Tensor, indices: torch.Tensor, ties: str) -> torch.Tensor:
-    """Orders each row's ``indices`` by descending score, equal scores by the tie rule."""
+def _in_rank_order(scores, indices, ties, labels):
+    """Orders each row's ``indices`` by descending score, equal scores by the tie policy."""
     indices = indices.sort(dim=1, descending=ties == "last").values
+    if ties in _BY_LABEL:
+        by_label = labels.gather(1, indices).argsort(dim=1, descending=ties == "optimistic", stable=True)
+        indices = indices.gather(1, by_label)
     order = scores.gather(1, indices).argsort(dim=1, descending=True, stable=True)
     return indices.gather(1, order)
-
-
-_GAINS = {
-    "exp_rank": lambda labels: torch.exp2(labels) - 1.0,
-    "linear_rank": lambda labels: labels,
-}
-GAIN_FUNCTIONS = tuple(_GAINS)
-
-
-def check_gain_function(gain_function: object) -> str:
-    """Returns ``gain_function`` if it names a gain, else raises ``ValueError``."""
-    if gain_function not in _GAINS:
-        raise ValueError(f"gain_function must be 'exp_rank' or 'linear_rank', got {gain_function!r}.")
-    return gain_function  # type: ignore[return-value]
-
-
-@dataclass
-class RankedBatch:
-    """What the per-query scorers need of one ranked batch; all values are float64.
-
-    Attributes:
-        labels: ``(batch, K)`` labels of the items at ranks 1..K.
-        relevant: ``(batch, K)`` 1.0 where the item at that rank is relevant, else 0.0.
-        num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K).
-        ideal_labels: ``(batch, K)`` each row's K largest labels, descending, or None when the
-            batch was ranked without ``ideal=True``.
-        ideal_relevant: ``(batch, K)`` relevance of ``ideal_labels``, or None.
-    """
-
-    labels: torch.Tensor
-    relevant: torch.Tensor
-    num_relevant: torch.Tensor
-    ideal_labels: torch.Tensor | None = None
-    ideal_relevant: torch.Tensor | None = None
-    _gain_cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def depth(self) -> int:
-        """K, the number of ranked positions held per row."""
-        return self.labels.shape[1]
-
-    def gains(self, gain_function: str) -> torch.Tensor:
-        """``(batch, K)`` gain of the item at each rank; 0 for items that are not relevant."""
-        return self._gains("ranked", gain_function, self.labels, self.relevant)
-
-    def ideal_gains(self, gain_function: str) -> torch.Tensor:
-        """``(batch, K)`` the K largest gains of each row, descending."""
-        if self.ideal_labels is None or self.ideal_relevant is None:
-            raise RuntimeError("this batch was ranked without ideal=True")
-        return self._gains("ideal", gain_function, self.ideal_labels, self.ideal_relevant)
-
-    def _gains(self, which: str, gain_function: str, labels, relevant) -> torch.Tensor:
-        key = (which, gain_function)
-        if key not in self._gain_cache:
-            gain = _GAINS[gain_function](labels)
-            self._gain_cache[key] = torch.where(relevant > 0, gain, torch.zeros_like(gain))
-        return self._gain_cache[key]
 
 
 def rank_batch(
@@ -165,7 +123,7 @@ def rank_batch(
         y: ``(batch, num_items)`` labels.
         depth: the largest cutoff asked for; K is ``min(depth, num_items)``.
         relevance_threshold: an item is relevant iff its label is ``>=`` this.
-        ties: the tie policy, see :func:`top_indices`.
+        ties: the tie policy.
         ideal: also gather each row's K largest labels (for IDCG).
         cover_relevant: make K at least each row's number of relevant items (for R-Precision).
     """
@@ -175,14 +133,20 @@ def rank_batch(
     depth = min(depth, y_pred.shape[1])
     labels = as_label_tensor(y)
     threshold = threshold_for(y, relevance_threshold)
-    ranked_labels = labels.gather(1, top_indices(y_pred, depth, ties))
+    indices, crossing = _select(y_pred, depth, ties, labels)
+    ranked_labels = labels.gather(1, indices)
+    relevant = ranked_labels >= threshold
     batch = RankedBatch(
         labels=ranked_labels.to(torch.float64),
-        relevant=(ranked_labels >= threshold).to(torch.float64),
+        relevant=relevant.to(torch.float64),
         num_relevant=num_relevant,
     )
     if ideal:
         best = torch.topk(labels, depth, dim=1).values
         batch.ideal_labels = best.to(torch.float64)
         batch.ideal_relevant = (best >= threshold).to(torch.float64)
+    if ties == "average":
+        blocks = tie_blocks(y_pred, labels, threshold, indices, relevant, crossing)
+        batch.blocks = blocks
+        batch.relevant = blocks.relevant / blocks.size
     return batch

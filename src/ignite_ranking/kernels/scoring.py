@@ -3,6 +3,8 @@
 Each takes the ranked batch and the ascending cutoffs and returns float64 values of shape
 ``(batch, len(cutoffs))``; a query without relevant items scores 0. A cutoff larger than the
 number of ranked positions sees all of them (precision still divides by the cutoff itself).
+Under ``ties="average"`` the batch carries its tied blocks and every scorer returns the expected
+value over the orders of each block (:mod:`ignite_ranking.kernels.ties`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .ranking import RankedBatch
+from . import ties
+from .batch import RankedBatch
 
 __all__ = [
     "average_precision",
@@ -44,6 +47,8 @@ def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
 
 def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """``1 / rank`` of the first relevant item if that rank is ``<= k``, else 0."""
+    if ranked.blocks is not None:
+        return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
     relevant = ranked.relevant > 0
     rank = relevant.to(torch.uint8).argmax(dim=1).to(torch.float64) + 1.0
     found = relevant.any(dim=1)
@@ -53,6 +58,8 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
 
 def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """1 if a relevant item is in the top k, else 0."""
+    if ranked.blocks is not None:
+        return ties.expected_hit_rate(ranked.blocks, cutoffs)
     return (_at_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
 
 
@@ -68,6 +75,8 @@ def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
 
 def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Sum of precision at the ranks ``i <= k`` of relevant items, divided by R."""
+    if ranked.blocks is not None:
+        return ties.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
     relevant = ranked.relevant
     ranks = torch.arange(1, relevant.shape[1] + 1, dtype=torch.float64, device=relevant.device)
     precision_at_rank = relevant.cumsum(dim=1) / ranks

@@ -9,8 +9,7 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import check_inputs, check_threshold, check_ties, normalize_top_k, rank_batch
-from ..kernels.ranking import RankedBatch
+from ..kernels import RankedBatch, check_inputs, check_threshold, check_ties, normalize_top_k, rank_batch
 
 __all__ = ["RankingMetric", "unpack_output"]
 

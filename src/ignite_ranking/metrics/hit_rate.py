@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels import scoring
-from ..kernels.ranking import RankedBatch
+from ..kernels import RankedBatch, scoring
 from .base import RankingMetric
 
 __all__ = ["HitRate"]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels import scoring
-from ..kernels.ranking import RankedBatch
+from ..kernels import RankedBatch, scoring
 from .base import RankingMetric
 
 __all__ = ["MRR"]
@@ -37,7 +36,9 @@ class MRR(RankingMetric):
         output_transform: turns the engine's output into ``(y_pred, y)``.
         device: where the sums are kept.
         skip_unrolling: as in :class:`ignite.metrics.Metric`, for multi-output models.
-        ties: ``"first"`` (the default above) or ``"last"`` (higher index first).
+        ties: how equal scores are ordered: ``"first"`` (the default above), ``"last"`` (higher
+            index first), ``"optimistic"`` / ``"pessimistic"`` (higher / lower label first), or
+            ``"average"`` (the expected value over all orders of each tied block).
 
     Example:
         >>> import torch

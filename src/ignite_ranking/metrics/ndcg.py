@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels import check_gain_function, scoring
-from ..kernels.ranking import RankedBatch
+from ..kernels import RankedBatch, check_gain_function, scoring
 from .base import RankingMetric
 
 __all__ = ["NDCG"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..kernels import scoring
-from ..kernels.ranking import RankedBatch
+from ..kernels import RankedBatch, scoring
 from .base import RankingMetric
 
 __all__ = ["Precision"]

@@ -1,0 +1,187 @@
+"""Tie-aware expected values (``ties="average"``).
+
+A block is the set of items of a row that share one score. Ranked by descending score, a block
+of ``n`` items, ``r`` of them relevant, fills the ranks ``a + 1 .. a + n`` where ``a`` counts the
+items with a higher score. Over all ``n!`` orders of the block, equally likely:
+
+- each of its ranks holds a relevant item with probability ``r / n`` and has expected gain
+  ``G / n`` (``G`` the block's total gain), so precision, recall, R-Precision and DCG take their
+  expected values by reading those at each rank;
+- two of its ranks both hold relevant items with probability ``r (r - 1) / (n (n - 1))``, which
+  gives the expected average precision;
+- the first relevant item of the first block holding one is at offset ``j`` with probability
+  ``P(first j - 1 not relevant) * r / (n - j + 1)``, which gives expected reciprocal rank and hit
+  rate.
+
+These are the closed forms of McSherry and Najork, "Computing Information Retrieval Performance
+Measures Efficiently in the Presence of Tied Scores", ECIR 2008. A cutoff that falls inside a
+block is exact: only the ranks up to the cutoff are summed, and the block statistics count the
+whole block, also its items beyond the ranked depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .batch import gain
+
+__all__ = ["TieBlocks", "expected_average_precision", "expected_hit_rate", "expected_reciprocal_rank"]
+
+
+@dataclass
+class TieBlocks:
+    """The tied block seen at each ranked position; ``(batch, K)`` float64 unless noted.
+
+    Attributes:
+        start: items ranked above the block (its first rank is ``start + 1``).
+        size: items in the block, counted over the whole row.
+        relevant: relevant items in the block, over the whole row.
+        block_id: ``(batch, K)`` int64 index of the block among the row's ranked blocks.
+        ranked_labels / ranked_relevant: labels and relevance of the ranked items.
+        crossing: int64 rows whose last ranked block continues below the ranked depth.
+        tail_rows / tail_labels: for those rows, the relevant items of that block (row index
+            into ``crossing`` and label), which the block's gain sums over.
+    """
+
+    start: torch.Tensor
+    size: torch.Tensor
+    relevant: torch.Tensor
+    block_id: torch.Tensor
+    ranked_labels: torch.Tensor
+    ranked_relevant: torch.Tensor
+    crossing: torch.Tensor
+    tail_rows: torch.Tensor
+    tail_labels: torch.Tensor
+
+    def _per_block(self, values: torch.Tensor) -> torch.Tensor:
+        """Sums ``values`` over each block of the ranked positions, read back at every position."""
+        sums = torch.zeros_like(values).scatter_add_(1, self.block_id, values)
+        return sums.gather(1, self.block_id)
+
+    def _last_block(self) -> torch.Tensor:
+        """``(len(crossing), K)`` mask of the positions in each crossing row's last block."""
+        ids = self.block_id[self.crossing]
+        return ids == ids[:, -1:]
+
+    def mean_gains(self, gain_function: str) -> torch.Tensor:
+        """Expected gain at each rank: the block's total gain over its size."""
+        sums = self._per_block(gain(self.ranked_labels, self.ranked_relevant, gain_function))
+        if self.crossing.numel():
+            tail = torch.zeros(self.crossing.numel(), dtype=torch.float64, device=sums.device)
+            every = torch.ones_like(self.tail_labels, dtype=torch.bool)
+            tail.index_add_(0, self.tail_rows, gain(self.tail_labels, every, gain_function))
+            rows = sums[self.crossing]
+            sums[self.crossing] = torch.where(self._last_block(), tail[:, None], rows)
+        return sums / self.size
+
+
+def tie_blocks(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    threshold: float | int,
+    indices: torch.Tensor,
+    ranked_relevant: torch.Tensor,
+    crossing: torch.Tensor,
+) -> TieBlocks:
+    """Block statistics of ranked positions ``indices`` (ordered by descending score)."""
+    batch, depth = indices.shape
+    ranked_scores = scores.gather(1, indices)
+    new_block = torch.ones_like(ranked_scores, dtype=torch.bool)
+    new_block[:, 1:] = ranked_scores[:, 1:] != ranked_scores[:, :-1]
+    block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
+    positions = torch.arange(depth, device=scores.device).expand(batch, depth)
+    start = torch.where(new_block, positions, torch.zeros_like(positions)).cummax(dim=1).values
+    ones = torch.ones(batch, depth, dtype=torch.float64, device=scores.device)
+    blocks = TieBlocks(
+        start=start.to(torch.float64),
+        size=ones,
+        relevant=ranked_relevant.to(torch.float64),
+        block_id=block_id,
+        ranked_labels=labels.gather(1, indices).to(torch.float64),
+        ranked_relevant=ranked_relevant,
+        crossing=crossing,
+        tail_rows=torch.zeros(0, dtype=torch.int64, device=scores.device),
+        tail_labels=torch.zeros(0, dtype=torch.float64, device=scores.device),
+    )
+    blocks.size = blocks._per_block(ones)
+    blocks.relevant = blocks._per_block(blocks.relevant)
+    if crossing.numel():
+        tied = scores[crossing] == ranked_scores[crossing, -1:]
+        tied_relevant = tied & (labels[crossing] >= threshold)
+        rows, cols = tied_relevant.nonzero(as_tuple=True)
+        blocks.tail_rows = rows
+        blocks.tail_labels = labels[crossing][rows, cols].to(torch.float64)
+        last = blocks._last_block()
+        whole = torch.stack([tied.sum(dim=1), tied_relevant.sum(dim=1)]).to(torch.float64)
+        blocks.size[crossing] = torch.where(last, whole[0, :, None], blocks.size[crossing])
+        blocks.relevant[crossing] = torch.where(last, whole[1, :, None], blocks.relevant[crossing])
+    return blocks
+
+
+def _first_relevant_block(blocks: TieBlocks):
+    """Start, size and relevant count of each row's first block holding a relevant item."""
+    holds = blocks.relevant > 0
+    found = holds.any(dim=1)
+    first = holds.to(torch.uint8).argmax(dim=1, keepdim=True)
+    pick = lambda values: values.gather(1, first).squeeze(1)  # noqa: E731
+    return found, pick(blocks.start), pick(blocks.size), pick(blocks.relevant)
+
+
+def _none_relevant_yet(size: torch.Tensor, relevant: torch.Tensor, depth: int) -> torch.Tensor:
+    """``(batch, depth + 1)``: P(the first j ranks of a block hold no relevant item), j = 0..depth."""
+    j = torch.arange(depth, dtype=torch.float64, device=size.device)
+    n, r = size[:, None], relevant[:, None]
+    factor = ((n - r - j) / (n - j).clamp(min=1)).clamp(min=0.0)
+    return torch.nn.functional.pad(factor.cumprod(dim=1), (1, 0), value=1.0)
+
+
+def _offsets_within(cutoffs: Sequence[int], start: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+    """``(batch, len(cutoffs))`` int64: how many ranks of the block lie within each cutoff."""
+    k = torch.tensor(cutoffs, dtype=torch.float64, device=start.device)
+    return (k[None, :] - start[:, None]).clamp(min=0).minimum(size[:, None]).to(torch.int64)
+
+
+def expected_hit_rate(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
+    """E[Hit@k]: 1 - P(no relevant item of the first relevant block within the cutoff)."""
+    found, start, size, relevant = _first_relevant_block(blocks)
+    within = _offsets_within(cutoffs, start, size).clamp(max=blocks.start.shape[1])
+    miss = _none_relevant_yet(size, relevant, blocks.start.shape[1]).gather(1, within)
+    return torch.where(found[:, None], 1.0 - miss, torch.zeros_like(miss))
+
+
+def expected_reciprocal_rank(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
+    """E[RR@k], summing ``P(first relevant at start + j) / (start + j)`` over ranks within k."""
+    found, start, size, relevant = _first_relevant_block(blocks)
+    depth = blocks.start.shape[1]
+    miss = _none_relevant_yet(size, relevant, depth)[:, :-1]
+    j = torch.arange(depth, dtype=torch.float64, device=start.device)
+    hit_next = relevant[:, None] / (size[:, None] - j).clamp(min=1)
+    terms = miss * hit_next / (start[:, None] + j + 1.0)
+    summed = torch.nn.functional.pad(terms.cumsum(dim=1), (1, 0))
+    within = _offsets_within(cutoffs, start, size).clamp(max=depth)
+    values = summed.gather(1, within)
+    return torch.where(found[:, None], values, torch.zeros_like(values))
+
+
+def expected_average_precision(
+    blocks: TieBlocks, num_relevant: torch.Tensor, cutoffs: Sequence[int]
+) -> torch.Tensor:
+    """E[AP@k] = (1/R) sum_{i <= k} E[rel_i * hits_i] / i.
+
+    ``E[rel_i * hits_i] = p_i (1 + H) + (i - start - 1) r (r - 1) / (n (n - 1))`` where ``p_i``
+    is the block's relevant share and ``H`` the relevant items of the blocks above it.
+    """
+    share = blocks.relevant / blocks.size
+    above = torch.nn.functional.pad(share.cumsum(dim=1), (1, 0)).gather(1, blocks.start.to(torch.int64))
+    n, r = blocks.size, blocks.relevant
+    both = torch.where(n > 1, r * (r - 1) / (n * (n - 1)).clamp(min=1), torch.zeros_like(n))
+    rank = torch.arange(1, share.shape[1] + 1, dtype=torch.float64, device=share.device)
+    expected = (share * (1.0 + above) + (rank - blocks.start - 1.0) * both) / rank
+    cumulative = torch.nn.functional.pad(expected.cumsum(dim=1), (1, 0))
+    columns = torch.tensor([min(k, share.shape[1]) for k in cutoffs], device=share.device)
+    safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))
+    values = cumulative[:, columns] / safe[:, None]
+    return torch.where(num_relevant[:, None] > 0, values, torch.zeros_like(values))

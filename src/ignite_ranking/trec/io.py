@@ -1,0 +1,357 @@
+"""Streaming readers for TREC qrels and run files, plain or gzip.
+
+Both readers take the file in blocks of a few MiB and parse each block with vectorized numpy
+(no Python object per line): the block is split into whitespace-separated tokens, every line
+must have the expected number of columns, and the columns we need are gathered into arrays.
+
+- Query ids are interned: ``qid`` is an ``int32`` array of indices into ``qids`` (the distinct
+  query ids in order of first appearance).
+- Document ids are kept as one fixed-width numpy bytes array (``dtype 'S<n>'``), the compact
+  form that the evaluator needs for exact joins and for trec_eval's docno tie order.
+- Numbers are parsed with an exact vectorized decimal parser (``[+-]digits[.digits][e[+-]digits]``,
+  correctly rounded like ``strtod``); anything else (``inf``, very long mantissas) falls back to
+  Python's ``float`` for that token only.
+
+A malformed line is refused with a ``ValueError`` that names the file, the line number (from 1)
+and what was expected. Blank lines are skipped. Columns are separated by spaces or tabs (any
+ASCII control character counts as a separator).
+
+Example:
+    >>> import tempfile, os
+    >>> from ignite_ranking.trec.io import read_qrels, read_run
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "qrels"), "w") as f:
+    ...     _ = f.write("q1 0 d1 1\\nq1 0 d2 0\\n")
+    >>> qrels = read_qrels(os.path.join(d, "qrels"))
+    >>> qrels.qids, qrels.docno.tolist(), qrels.rel.tolist()
+    (['q1'], [b'd1', b'd2'], [1, 0])
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Qrels", "Run", "open_trec_file", "read_qrels", "read_run"]
+
+_BLOCK = 8 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_POW10 = 10.0 ** np.arange(23)
+
+
+@dataclass
+class Qrels:
+    """Relevance judgements, one entry per ``qid iter docno rel`` line.
+
+    Attributes:
+        qids: the distinct query ids, in order of first appearance.
+        qid: ``int32`` index into ``qids`` of each judgement.
+        docno: the document id of each judgement (numpy bytes array).
+        rel: ``int64`` relevance value of each judgement.
+    """
+
+    qids: list[str]
+    qid: np.ndarray
+    docno: np.ndarray
+    rel: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.qid)
+
+
+@dataclass
+class Run:
+    """A ranked run, one entry per ``qid Q0 docno rank score tag`` line.
+
+    The rank column is read but not kept: like trec_eval, evaluation orders by score.
+
+    Attributes:
+        qids: the distinct query ids, in order of first appearance.
+        qid: ``int32`` index into ``qids`` of each entry.
+        docno: the document id of each entry (numpy bytes array).
+        score: ``float64`` score of each entry.
+        tag: the run tag of the first line ("" for an empty run).
+    """
+
+    qids: list[str]
+    qid: np.ndarray
+    docno: np.ndarray
+    score: np.ndarray
+    tag: str = ""
+
+    def __len__(self) -> int:
+        return len(self.qid)
+
+
+def open_trec_file(path: str | os.PathLike):
+    """Opens ``path`` for binary reading, decompressing gzip (by magic bytes or a ``.gz`` name).
+
+    Returns:
+        ``(stream, raw)``: the (possibly decompressing) stream and the raw file, whose
+        ``tell()`` gives progress in bytes of the file on disk.
+    """
+    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == _GZIP_MAGIC or os.fspath(path).endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+    return raw, raw
+
+
+def _blocks(path, progress: bool) -> Iterator[tuple[bytes, int]]:
+    """Yields ``(block, first_line_number)``; each block holds whole lines and ends with ``\\n``."""
+    stream, raw = open_trec_file(path)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=os.path.getsize(path),
+            unit="B",
+            unit_scale=True,
+            desc=f"reading {os.path.basename(os.fspath(path))}",
+            leave=False,
+        )
+    line = 1
+    rest = b""
+    try:
+        while True:
+            try:
+                data = stream.read(_BLOCK)
+            except (OSError, EOFError) as err:
+                raise ValueError(f"{os.fspath(path)}: cannot read the file: {err}") from err
+            if bar is not None:
+                bar.update(raw.tell() - bar.n)
+            if not data:
+                break
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            rest = data[cut:]
+            block = data[:cut]
+            yield block, line
+            line += block.count(b"\n")
+        if rest:
+            yield rest + b"\n", line
+    finally:
+        if bar is not None:
+            bar.close()
+        stream.close()
+        raw.close()
+
+
+def _line_text(block: bytes, index: int) -> str:
+    lines = block.split(b"\n")
+    return lines[index].decode("utf-8", "replace").rstrip("\r")
+
+
+def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: str):
+    """Token boundaries of a block whose lines must all have ``ncols`` tokens (or none).
+
+    Returns:
+        ``(buf, starts, ends, lines)``: the block as uint8, ``(n, ncols)`` start and end offsets
+        of each token, and the 0-based line index (in the block) of each of the n rows.
+    """
+    buf = np.frombuffer(block, dtype=np.uint8)
+    solid = buf > 32
+    edges = np.flatnonzero(solid[1:] != solid[:-1]) + 1
+    if solid[0]:
+        edges = np.concatenate(([0], edges))
+    starts, ends = edges[0::2], edges[1::2]
+    if len(starts) % ncols == 0:
+        starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
+        # newlines[p] = number of line breaks in buf[: p + 1]; a row is well formed when its first
+        # and last token sit on one line and the next row starts on a later line.
+        newlines = np.cumsum(buf == 10, dtype=np.int32)
+        lines = newlines[starts[:, 0]]
+        if np.array_equal(lines, newlines[ends[:, -1] - 1]) and bool(np.all(lines[1:] > lines[:-1])):
+            return buf, starts, ends, lines
+        starts, ends = starts.ravel(), ends.ravel()
+    newline_at = np.flatnonzero(buf == 10)
+    counts = np.bincount(np.searchsorted(newline_at, starts), minlength=len(newline_at))
+    bad = np.flatnonzero((counts != 0) & (counts != ncols))
+    index = int(bad[0])
+    raise ValueError(
+        f"{name}:{first_line + index}: expected {ncols} whitespace-separated columns "
+        f"({expected}), got {int(counts[index])}: {_line_text(block, index)!r}"
+    )
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``(n, width)`` uint8 matrix of tokens, zero-padded on the right."""
+    lengths = ends - starts
+    width = int(lengths.max()) if lengths.size else 1
+    columns = np.arange(width)
+    matrix = np.take(buf, starts[:, None] + columns, mode="clip")
+    matrix *= columns < lengths[:, None]
+    return matrix
+
+
+def _as_bytes(matrix: np.ndarray) -> np.ndarray:
+    """The rows of a uint8 matrix as a numpy bytes array (trailing zeros are dropped by numpy)."""
+    return np.ascontiguousarray(matrix).view(f"S{matrix.shape[1]}").ravel()
+
+
+def _parse_numbers(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parses decimal numbers exactly; returns ``(values, done)``, ``done`` False where it could not.
+
+    The fast path takes ``[+-]digits[.digits][(e|E)[+-]digits]`` with at most 18 digits of
+    mantissa and a decimal exponent within what ``float64`` holds exactly: the integer mantissa and
+    a power of ten are then both exact and one multiplication or division rounds correctly, as
+    ``strtod`` does (Clinger's fast path). ``matrix`` is ``(n, width)`` uint8, zero-padded.
+    """
+    n, width = matrix.shape
+    columns = np.ascontiguousarray(matrix.T)
+    mantissa = np.zeros(n, dtype=np.int64)
+    exponent = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int32)
+    fraction = np.zeros(n, dtype=np.int32)
+    exp_digits = np.zeros(n, dtype=np.int32)
+    seen_dot = np.zeros(n, dtype=bool)
+    in_exp = np.zeros(n, dtype=bool)
+    after_e = np.zeros(n, dtype=bool)
+    exp_negative = np.zeros(n, dtype=bool)
+    ok = np.ones(n, dtype=bool)
+    for j in range(width):
+        ch = columns[j]
+        value = ch - np.uint8(48)
+        is_digit = value < 10
+        is_dot = ch == 46
+        is_e = (ch | 32) == 101
+        is_sign = (ch == 43) | (ch == 45)
+        in_mantissa = is_digit & ~in_exp
+        mantissa = np.where(in_mantissa, mantissa * 10 + value, mantissa)
+        digits += in_mantissa
+        fraction += in_mantissa & seen_dot
+        in_exponent = is_digit & in_exp
+        exponent = np.where(in_exponent, exponent * 10 + value, exponent)
+        exp_digits += in_exponent
+        sign_ok = after_e if j else np.ones(n, dtype=bool)
+        ok &= (
+            is_digit
+            | (ch == 0)
+            | (is_dot & ~seen_dot & ~in_exp)
+            | (is_e & ~in_exp & (digits > 0))
+            | (is_sign & sign_ok)
+        )
+        exp_negative |= after_e & (ch == 45)
+        seen_dot |= is_dot
+        after_e = is_e & ~in_exp
+        in_exp |= is_e
+    ok &= (digits >= 1) & (digits <= 18) & (~in_exp | ((exp_digits >= 1) & (exp_digits <= 4)))
+    exponent = np.where(exp_negative, -exponent, exponent) - fraction
+    ok &= (mantissa < 2**53) & (np.abs(exponent) <= 22)
+    power = _POW10[np.minimum(np.abs(exponent), 22)]
+    magnitude = mantissa.astype(np.float64)
+    values = np.where(exponent >= 0, magnitude * power, magnitude / power)
+    values = np.where(columns[0] == 45, -values, values)
+    return values, ok
+
+
+def _numbers(matrix, name, first_line, lines, block, what: str, integer: bool) -> np.ndarray:
+    values, done = _parse_numbers(matrix)
+    for i in np.flatnonzero(~done):
+        token = bytes(matrix[i][matrix[i] != 0]).decode("utf-8", "replace")
+        try:
+            value = float(token) if "_" not in token else math.nan
+        except ValueError:
+            value = math.nan
+        values[i] = value
+        if math.isnan(value):
+            raise ValueError(
+                f"{name}:{first_line + int(lines[i])}: {what} must be a number, got {token!r}: "
+                f"{_line_text(block, int(lines[i]))!r}"
+            )
+    if integer:
+        wrong = np.flatnonzero(values != np.round(values))
+        if wrong.size:
+            i = int(wrong[0])
+            raise ValueError(
+                f"{name}:{first_line + int(lines[i])}: {what} must be an integer, got "
+                f"{bytes(matrix[i][matrix[i] != 0]).decode('utf-8', 'replace')!r}: "
+                f"{_line_text(block, int(lines[i]))!r}"
+            )
+    return values
+
+
+class _QidInterner:
+    """Maps query-id tokens to dense int ids; runs of one qid (the usual layout) cost one lookup."""
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.names: list[str] = []
+
+    def __call__(self, matrix: np.ndarray) -> np.ndarray:
+        keys = _as_bytes(matrix)
+        n = len(keys)
+        if n == 0:
+            return np.zeros(0, dtype=np.int32)
+        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        if change.size < n // 8:
+            heads = np.concatenate(([0], change))
+            segment_ids = np.array([self._id(k) for k in keys[heads].tolist()], dtype=np.int32)
+            return np.repeat(segment_ids, np.diff(np.concatenate((heads, [n]))))
+        unique, inverse = np.unique(keys, return_inverse=True)
+        unique_ids = np.array([self._id(k) for k in unique.tolist()], dtype=np.int32)
+        return unique_ids[inverse.ravel()]
+
+    def _id(self, key: bytes) -> int:
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.names)
+            self.names.append(key.decode("utf-8", "replace"))
+        return found
+
+
+def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: bool, progress: bool):
+    name = os.fspath(path)
+    interner = _QidInterner()
+    qids, docnos, values = [], [], []
+    tag = ""
+    for block, first_line in _blocks(path, progress):
+        buf, starts, ends, lines = _tokenize(block, ncols, name, first_line, expected)
+        if not len(lines):
+            continue
+        if ncols == 6 and not tag:
+            tag = bytes(buf[starts[0, 5] : ends[0, 5]]).decode("utf-8", "replace")
+        qids.append(interner(_gather(buf, starts[:, 0], ends[:, 0])))
+        docnos.append(_as_bytes(_gather(buf, starts[:, 2], ends[:, 2])))
+        matrix = _gather(buf, starts[:, value_col], ends[:, value_col])
+        values.append(_numbers(matrix, name, first_line, lines, block, what, integer))
+    qid = np.concatenate(qids) if qids else np.zeros(0, dtype=np.int32)
+    docno = np.concatenate(docnos) if docnos else np.zeros(0, dtype="S1")
+    value = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
+    return interner.names, qid, docno, value, tag
+
+
+def read_qrels(path: str | os.PathLike, *, progress: bool = False) -> Qrels:
+    """Reads a qrels file: ``qid iter docno rel`` per line, ``rel`` an integer.
+
+    Raises:
+        ValueError: a line without exactly 4 columns or with a non-integer relevance; the message
+            names the file and the line number.
+    """
+    names, qid, docno, rel, _ = _read(
+        path, 4, 3, "qid iter docno rel", "relevance", integer=True, progress=progress
+    )
+    return Qrels(qids=names, qid=qid, docno=docno, rel=rel.astype(np.int64))
+
+
+def read_run(path: str | os.PathLike, *, progress: bool = False) -> Run:
+    """Reads a run file: ``qid Q0 docno rank score tag`` per line.
+
+    Raises:
+        ValueError: a line without exactly 6 columns or whose score is not a number (NaN is
+            refused); the message names the file and the line number.
+    """
+    names, qid, docno, score, tag = _read(
+        path, 6, 4, "qid Q0 docno rank score tag", "score", integer=False, progress=progress
+    )
+    return Run(qids=names, qid=qid, docno=docno, score=score, tag=tag)
