@@ -1,0 +1,164 @@
+"""Tie policies against brute force: every order of every tied block, and explicit sort keys."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from ignite_ranking import MRR, NDCG, RankingMetrics, Recall
+from ignite_ranking import functional as F
+
+CUTOFF_SCORERS = {
+    "rr": F.reciprocal_rank,
+    "hit": F.hit_rate,
+    "p": F.precision,
+    "r": F.recall,
+    "ap": F.average_precision,
+}
+
+
+def values_of_order(labels, threshold, cutoffs, gain_function):
+    """Every metric of one full ranking, given the labels in ranked order (plain Python)."""
+    relevant = [label >= threshold for label in labels]
+    total = sum(relevant)
+    first = next((i + 1 for i, r in enumerate(relevant) if r), None)
+    gains = [
+        (2.0**label - 1.0 if gain_function == "exp_rank" else label) if r else 0.0
+        for label, r in zip(labels, relevant, strict=True)
+    ]
+    ideal = sorted(gains, reverse=True)
+    out = {"rprec": sum(relevant[:total]) / total if total else 0.0}
+    for k in cutoffs:
+        hits = sum(relevant[:k])
+        ap = sum(sum(relevant[: i + 1]) / (i + 1) for i in range(min(k, len(labels))) if relevant[i])
+        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]))
+        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
+        out["rr", k] = 1.0 / first if first is not None and first <= k else 0.0
+        out["hit", k] = float(hits > 0)
+        out["p", k] = hits / k
+        out["r", k] = hits / total if total else 0.0
+        out["ap", k] = ap / total if total else 0.0
+        out["ndcg", k] = dcg / idcg if idcg > 0 else 0.0
+    return out
+
+
+def mean_over_tie_orders(scores, labels, threshold, cutoffs, gain_function):
+    """The mean of every metric over all orders of every block of equal scores."""
+    blocks = [[i for i, s in enumerate(scores) if s == v] for v in sorted(set(scores), reverse=True)]
+    orders = list(itertools.product(*(itertools.permutations(b) for b in blocks)))
+    totals: dict = {}
+    for order in orders:
+        ranked = [labels[i] for block in order for i in block]
+        for key, value in values_of_order(ranked, threshold, cutoffs, gain_function).items():
+            totals[key] = totals.get(key, 0.0) + value
+    return {key: value / len(orders) for key, value in totals.items()}
+
+
+def ours(y_pred, y, cutoffs, threshold, gain_function, ties):
+    """Every metric from the functional API, keyed like :func:`values_of_order`, per row."""
+    rows = [{} for _ in range(y_pred.shape[0])]
+    for name, scorer in CUTOFF_SCORERS.items():
+        values = scorer(y_pred, y, cutoffs, threshold, ties=ties)
+        for b, row in enumerate(rows):
+            row.update({(name, k): values[b, j].item() for j, k in enumerate(cutoffs)})
+    values = F.ndcg(y_pred, y, cutoffs, threshold, gain_function, ties=ties)
+    rprec = F.r_precision(y_pred, y, threshold, ties=ties)
+    for b, row in enumerate(rows):
+        row.update({("ndcg", k): values[b, j].item() for j, k in enumerate(cutoffs)})
+        row["rprec"] = rprec[b].item()
+    return rows
+
+
+def random_tied_batch(generator, batch, num_items):
+    scores = torch.randint(0, 3, (batch, num_items), generator=generator).float()
+    scores[torch.rand(batch, num_items, generator=generator) < 0.15] = -math.inf
+    labels = torch.randint(0, 4, (batch, num_items), generator=generator).float()
+    labels *= torch.rand(batch, num_items, generator=generator) < 0.6
+    return scores, labels
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_average_equals_mean_over_every_order_of_every_tied_block(seed):
+    generator = torch.Generator().manual_seed(seed)
+    num_items = int(torch.randint(1, 8, (), generator=generator))
+    y_pred, y = random_tied_batch(generator, 3, num_items)
+    threshold = (1.0, 2.0)[seed % 2]
+    gain_function = ("exp_rank", "linear_rank")[seed % 2]
+    # Small cutoffs put ties across the cutoff; one beyond the row covers everything.
+    cutoffs = sorted({1, 2, int(torch.randint(1, num_items + 3, (), generator=generator))})
+    got = ours(y_pred, y, cutoffs, threshold, gain_function, "average")
+    for b in range(y_pred.shape[0]):
+        expected = mean_over_tie_orders(y_pred[b].tolist(), y[b].tolist(), threshold, cutoffs, gain_function)
+        for key, value in expected.items():
+            assert got[b][key] == pytest.approx(value, abs=1e-12), (key, y_pred[b], y[b])
+
+
+@pytest.mark.parametrize(("ties", "label_order"), [("optimistic", -1), ("pessimistic", 1)])
+@pytest.mark.parametrize("seed", range(10))
+def test_optimistic_and_pessimistic_order_ties_by_label_then_index(ties, label_order, seed):
+    generator = torch.Generator().manual_seed(100 + seed)
+    y_pred, y = random_tied_batch(generator, 4, 9)
+    cutoffs = [1, 3, 5, 12]
+    got = ours(y_pred, y, cutoffs, 1.0, "exp_rank", ties)
+    for b in range(y_pred.shape[0]):
+        order = sorted(range(9), key=lambda i: (-y_pred[b, i].item(), label_order * y[b, i].item(), i))
+        expected = values_of_order([y[b, i].item() for i in order], 1.0, cutoffs, "exp_rank")
+        for key, value in expected.items():
+            assert got[b][key] == pytest.approx(value, abs=1e-12), (key, y_pred[b], y[b])
+
+
+def test_optimistic_and_pessimistic_bound_the_average():
+    generator = torch.Generator().manual_seed(7)
+    y_pred, y = random_tied_batch(generator, 64, 30)
+    low, mid, high = (F.ndcg(y_pred, y, [1, 5, 10], ties=t) for t in ("pessimistic", "average", "optimistic"))
+    assert torch.all(low <= mid + 1e-12) and torch.all(mid <= high + 1e-12)
+
+
+def test_last_reverses_the_index_order_of_ties():
+    y_pred = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    y = torch.tensor([[1, 0, 0, 0]])
+    assert F.reciprocal_rank(y_pred, y, [3], ties="first").item() == 1.0
+    assert F.reciprocal_rank(y_pred, y, [3], ties="last").item() == pytest.approx(1 / 3)
+    assert F.reciprocal_rank(y_pred, y, [3], ties="average").item() == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+
+
+def test_average_cutoff_inside_a_block_larger_than_the_depth():
+    # One relevant item among 1,000 tied ones: E[Hit@10] = 10 / 1000, E[RR@10] = H_10 / 1000.
+    y_pred = torch.zeros(1, 1000)
+    y = torch.zeros(1, 1000)
+    y[0, 500] = 1
+    assert F.hit_rate(y_pred, y, [10], ties="average").item() == pytest.approx(0.01, abs=1e-15)
+    harmonic = sum(1 / i for i in range(1, 11))
+    assert F.reciprocal_rank(y_pred, y, [10], ties="average").item() == pytest.approx(
+        harmonic / 1000, abs=1e-15
+    )
+
+
+def test_metrics_and_group_take_the_policy():
+    generator = torch.Generator().manual_seed(3)
+    y_pred, y = random_tied_batch(generator, 16, 12)
+    for ties in ("last", "average", "optimistic"):
+        group = RankingMetrics(
+            mrr=MRR([1, 5], ties=ties), ndcg=NDCG([5], ties=ties), recall=Recall(3, ties=ties)
+        )
+        alone = MRR([1, 5], ties=ties)
+        group.update((y_pred, y))
+        alone.update((y_pred, y))
+        expected = F.reciprocal_rank(y_pred, y, [1, 5], ties=ties)[y.ge(1).any(dim=1)].mean(dim=0).tolist()
+        assert alone.compute() == pytest.approx(expected, abs=1e-12)
+        assert [group.compute()["mrr@1"], group.compute()["mrr@5"]] == alone.compute()
+
+
+def test_group_refuses_members_with_different_policies():
+    with pytest.raises(ValueError, match="ties"):
+        RankingMetrics(a=MRR(1, ties="first"), b=MRR(1, ties="average"))
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="ties must be one of"):
+        MRR(1, ties="random")
+    with pytest.raises(ValueError, match="ties must be one of"):
+        F.precision(torch.zeros(1, 2), torch.zeros(1, 2), 1, ties="trec")
