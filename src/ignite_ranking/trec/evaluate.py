@@ -1,0 +1,393 @@
+"""Evaluate a TREC run against qrels with the library's ranking kernel, the trec_eval way.
+
+How a run becomes kernel input:
+
+- Queries are packed into padded ``(batch, width)`` matrices, a few thousand queries a batch;
+  ``width`` is the longest run list in the batch, widened when needed so that the ranked depth
+  covers the cutoffs for the qrels' relevant documents (IDCG, R-Precision). Padding cells get
+  score ``-inf`` and label 0, and sit where the tie policy ranks them after every real document
+  even when a real score is ``-inf``: at the end of the row for ``ties="first"``, at the start for
+  ``"last"`` and ``"trec"``. For the tie-averaging policies of the kernel, real ``-inf`` scores are
+  raised to the lowest finite float so that padding never ties with a real document.
+- ``ties="trec"`` is trec_eval's order: scores as C ``float`` (float32, as trec_eval stores them),
+  descending, ties broken by docno in *descending* byte order (``strcmp(docno2, docno1)``).
+  Each query's documents are laid out by ascending docno and ranked with the kernel's
+  ``ties="last"``. ``"first"``/``"last"`` keep the file order and float64 scores.
+- R (relevant documents) and the ideal DCG come from *all* judged documents of the query in the
+  qrels, not only the retrieved ones: after ``rank_batch`` the batch's ``num_relevant`` and
+  ``ideal_labels``/``ideal_relevant`` are replaced with values from the qrels.
+
+Query set (as trec_eval): queries of the run that are not in the qrels are skipped; queries of
+the qrels with no relevant document that the run answers are evaluated (every measure 0) and
+count in the mean; qrels queries missing from the run are left out, or count as 0 with
+``missing_as_zero=True`` (``trec_eval -c``). A document twice in one query of the run, or one
+judgement twice in the qrels, is an error, as in trec_eval.
+
+Example:
+    >>> import numpy as np
+    >>> from ignite_ranking.trec.io import Qrels, Run
+    >>> qrels = Qrels(["q1"], np.array([0, 0], np.int32), np.array([b"a", b"b"]), np.array([1, 0]))
+    >>> run = Run(["q1"], np.array([0, 0], np.int32), np.array([b"b", b"a"]), np.array([2.0, 1.0]))
+    >>> evaluate(qrels, run, ["mrr@10", "P@1"]).means
+    {'mrr@10': 0.5, 'P@1': 0.0}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..kernels import TIE_POLICIES, rank_batch, scoring
+from .io import Qrels, Run
+
+__all__ = ["METRIC_HELP", "EvaluationResult", "MetricSpec", "evaluate", "parse_metric", "tie_policies"]
+
+_FAMILIES = {
+    "mrr": "reciprocal_rank",
+    "rr": "reciprocal_rank",
+    "recip_rank": "reciprocal_rank",
+    "hit_rate": "hit_rate",
+    "hits": "hit_rate",
+    "success": "hit_rate",
+    "precision": "precision",
+    "p": "precision",
+    "recall": "recall",
+    "map": "average_precision",
+    "map_cut": "average_precision",
+    "ap": "average_precision",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "ndcg_burges": "ndcg_burges",
+    "r-precision": "r_precision",
+    "r_precision": "r_precision",
+    "rprec": "r_precision",
+}
+METRIC_HELP = """\
+metrics (ranx / trec_eval names, cutoff as @k or _k; no cutoff = the whole ranking):
+  mrr, rr, recip_rank            reciprocal rank of the first relevant document
+  hit_rate, hits, success        1 if a relevant document is in the top k
+  precision, P                   relevant in the top k / k (a cutoff is required)
+  recall                         relevant in the top k / R
+  map, map_cut, ap               average precision (over R, trec_eval's map / map_cut)
+  ndcg, ndcg_cut                 NDCG with linear gain (trec_eval's ndcg_cut, ranx's ndcg)
+  ndcg_burges                    NDCG with exponential gain 2**rel - 1 (ranx's ndcg_burges)
+  r-precision, Rprec             relevant in the top R / R (no cutoff)
+examples: mrr@10 recip_rank P_10 P@10 ndcg_cut_10 ndcg@10 map@100 map_cut_100 success_1 Rprec"""
+
+_NAME = re.compile(r"^(?P<name>[a-z_-]+?)(?:[@_](?P<k>\d+))?$")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A parsed metric name: ``family`` (a scorer), cutoff ``k`` (None = whole ranking)."""
+
+    name: str
+    family: str
+    k: int | None
+
+
+def parse_metric(name: str) -> MetricSpec:
+    """Parses ``mrr@10``, ``P_10``, ``ndcg_cut_10``, ``Rprec``... into a :class:`MetricSpec`.
+
+    Raises:
+        ValueError: an unknown name, a zero cutoff, a cutoff on R-Precision or none on precision.
+    """
+    match = _NAME.match(name.strip().lower())
+    family = _FAMILIES.get(match["name"]) if match else None
+    if match is None or family is None:
+        raise ValueError(
+            f"unknown metric {name!r}; expected one of: {', '.join(sorted(_FAMILIES))} (with @k or _k)"
+        )
+    k = int(match["k"]) if match["k"] is not None else None
+    if k is not None and k < 1:
+        raise ValueError(f"metric {name!r}: the cutoff must be a positive int, got {k}")
+    if family == "r_precision" and k is not None:
+        raise ValueError(f"metric {name!r}: R-Precision takes no cutoff")
+    if family == "precision" and k is None:
+        raise ValueError(f"metric {name!r}: precision needs a cutoff, e.g. P@10")
+    return MetricSpec(name=name, family=family, k=k)
+
+
+def tie_policies() -> tuple[str, ...]:
+    """The tie policies :func:`evaluate` accepts: trec_eval's ``"trec"`` and the kernel's."""
+    return ("trec", *TIE_POLICIES)
+
+
+@dataclass
+class EvaluationResult:
+    """Means and per-query values.
+
+    Attributes:
+        means: metric name -> mean over the evaluated queries.
+        queries: the evaluated query ids, in the order of ``values``' rows.
+        values: ``(len(queries), len(metrics))`` float64 per-query values.
+        metrics: the metric names, in the order of ``values``' columns.
+    """
+
+    means: dict[str, float]
+    queries: list[str]
+    values: np.ndarray
+    metrics: list[str]
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.queries)
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """qid -> metric name -> value."""
+        return {
+            q: dict(zip(self.metrics, row.tolist(), strict=True))
+            for q, row in zip(self.queries, self.values, strict=True)
+        }
+
+
+def _segments(qid: np.ndarray, num_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row order grouping equal ``qid`` values, and each query's start and count in that order."""
+    if qid.size == 0:
+        zeros = np.zeros(num_queries, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), zeros, zeros
+    change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
+    heads = np.concatenate(([0], change))
+    counts = np.bincount(qid, minlength=num_queries).astype(np.int64)
+    if len(heads) == np.count_nonzero(counts):  # already grouped: every query in one block
+        order = None
+        start = np.zeros(num_queries, dtype=np.int64)
+        start[qid[heads]] = heads
+    else:
+        order = np.argsort(qid, kind="stable")
+        start = np.cumsum(counts) - counts
+    return order, start, counts
+
+
+def _words(docno: np.ndarray) -> np.ndarray:
+    """``(n, w)`` uint64 big-endian words of zero-padded docnos: their lexsort is ``strcmp`` order."""
+    width = docno.dtype.itemsize
+    padded = -(-width // 8) * 8
+    raw = np.zeros((len(docno), padded), dtype=np.uint8)
+    raw[:, :width] = np.ascontiguousarray(docno).view(np.uint8).reshape(len(docno), width)
+    return raw.view(">u8").astype(np.uint64)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer (uint64 in, uint64 out, wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _keys(qid: np.ndarray, words: np.ndarray, seed: int) -> np.ndarray:
+    """64-bit hash of ``(qid, docno)`` pairs; equal pairs give equal keys."""
+    with np.errstate(over="ignore"):
+        h = _mix(qid.astype(np.uint64) + np.uint64(seed))
+        for j in range(words.shape[1]):
+            h = _mix(h ^ words[:, j])
+    return h
+
+
+def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndarray:
+    """Relevance value of each run row from the qrels (0 when not judged); exact.
+
+    Joins on a 64-bit hash of ``(qid, docno)`` and then compares the docno bytes, so a hash
+    collision can never give a wrong label.
+    """
+    qrels_words = _words(qrels.docno)
+    run_words = _words(run_docno)
+    for seed in range(4):
+        qkeys = _keys(qrels.qid, qrels_words, seed)
+        order = np.argsort(qkeys)
+        sorted_keys = qkeys[order]
+        if not np.any(sorted_keys[1:] == sorted_keys[:-1]):
+            break
+        duplicate = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
+        a, b = order[duplicate], order[duplicate + 1]
+        if qrels.qid[a] == qrels.qid[b] and qrels.docno[a] == qrels.docno[b]:
+            raise ValueError(
+                f"qrels: document {qrels.docno[a].decode(errors='replace')!r} is judged twice for "
+                f"query {qrels.qids[qrels.qid[a]]!r}"
+            )
+    else:  # pragma: no cover - four 64-bit collisions in a row
+        raise RuntimeError("could not hash the qrels without collisions")
+    rkeys = _keys(run_qid, run_words, seed)
+    if sorted_keys.size == 0:
+        return np.zeros(len(run_qid), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(sorted_keys, rkeys), len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == rkeys
+    idx = order[pos[hit]]
+    same = (qrels.qid[idx] == run_qid[hit]) & (qrels.docno[idx] == run_docno[hit])
+    labels = np.zeros(len(run_qid), dtype=np.int64)
+    labels[np.flatnonzero(hit)[same]] = qrels.rel[idx[same]]
+    return labels
+
+
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    metrics: Sequence[str],
+    *,
+    relevance_level: int = 1,
+    ties: str = "trec",
+    missing_as_zero: bool = False,
+    batch_size: int = 2048,
+    progress: bool = False,
+) -> EvaluationResult:
+    """Evaluates ``run`` against ``qrels``; see the module docstring for the rules.
+
+    Args:
+        qrels: judgements, from :func:`~ignite_ranking.trec.io.read_qrels`.
+        run: the run, from :func:`~ignite_ranking.trec.io.read_run`.
+        metrics: metric names, see :data:`METRIC_HELP` (e.g. ``["mrr@10", "ndcg_cut_10"]``).
+        relevance_level: a judged document is relevant iff ``rel >= relevance_level``
+            (trec_eval's ``-l``, default 1). NDCG gains are the ``rel`` values of relevant
+            documents.
+        ties: ``"trec"`` (trec_eval's order), or a kernel policy (``"first"``, ``"last"``: file
+            order among equal scores; see ``ignite_ranking.kernels.TIE_POLICIES``).
+        missing_as_zero: count qrels queries that the run lacks as 0 (``trec_eval -c``).
+        batch_size: queries per padded batch.
+        progress: show a tqdm progress bar on stderr.
+
+    Raises:
+        ValueError: an unknown metric or tie policy, duplicates, or no query to evaluate.
+    """
+    specs = [parse_metric(m) for m in metrics]
+    if not specs:
+        raise ValueError("metrics must name at least one metric")
+    if ties not in tie_policies():
+        raise ValueError(f"ties must be one of {', '.join(map(repr, tie_policies()))}, got {ties!r}")
+    kernel_ties = "last" if ties == "trec" else ties
+    pad_left = kernel_ties == "last"
+
+    # Map the run's query ids onto the qrels' and drop queries the qrels do not know.
+    qrels_index = {q: i for i, q in enumerate(qrels.qids)}
+    run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.qids], dtype=np.int64)
+    mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
+    keep = mapped >= 0
+    if not keep.all():
+        rows = np.flatnonzero(keep)
+        mapped, docno, score = mapped[rows], run.docno[rows], run.score[rows]
+    else:
+        docno, score = run.docno, run.score
+    num_q = len(qrels.qids)
+    labels = _labels(qrels, mapped, docno)
+
+    # Per query of the qrels: R, and the judged values in descending order (for the ideal DCG).
+    relevant = qrels.rel >= relevance_level
+    num_relevant = np.bincount(qrels.qid, weights=relevant, minlength=num_q)
+    judged_order = np.lexsort((-qrels.rel, qrels.qid))
+    judged_rel = qrels.rel[judged_order]
+    judged_start = np.cumsum(np.bincount(qrels.qid, minlength=num_q)) - np.bincount(
+        qrels.qid, minlength=num_q
+    )
+
+    order, start, count = _segments(mapped.astype(np.int32), num_q)
+    if order is not None:
+        mapped, docno, score, labels = mapped[order], docno[order], score[order], labels[order]
+    evaluated = np.flatnonzero(count > 0)
+    if evaluated.size == 0 and not missing_as_zero:
+        raise ValueError("no query of the run is in the qrels; nothing to evaluate")
+
+    max_len = int(count.max()) if count.size else 0
+    max_rel = int(num_relevant.max()) if num_relevant.size else 0
+    whole = max(max_len, max_rel, 1)  # a cutoff that covers every ranking and every ideal ranking
+    cutoffs: dict[str, list[int]] = {}
+    for spec in specs:
+        cutoffs.setdefault(spec.family, []).append(spec.k if spec.k is not None else whole)
+    cutoffs = {f: sorted(set(ks)) for f, ks in cutoffs.items()}
+    depth = max((max(ks) for f, ks in cutoffs.items() if f != "r_precision"), default=1)
+    needs_r = "r_precision" in cutoffs
+    out = np.zeros((len(evaluated), len(specs)), dtype=np.float64)
+
+    batches = range(0, len(evaluated), batch_size)
+    if progress:
+        from tqdm import tqdm
+
+        batches = tqdm(batches, desc="evaluating", unit="batch", leave=False)
+    score_dtype = np.float32 if ties == "trec" else np.float64
+    for b0 in batches:
+        qs = evaluated[b0 : b0 + batch_size]
+        lens, starts = count[qs], start[qs]
+        r = num_relevant[qs]
+        batch_depth = max(depth, int(r.max())) if needs_r else depth
+        positives = int(r.max())
+        width = max(int(lens.max()), min(batch_depth, positives))
+        n = int(lens.sum())
+        row = np.repeat(np.arange(len(qs)), lens)
+        within = np.arange(n) - np.repeat(np.cumsum(lens) - lens, lens)
+        src = np.repeat(starts, lens) + within
+        if ties == "trec":
+            words = _words(docno[src])
+            grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
+            grid[:, row, within] = words.T
+            by_docno = np.lexsort(grid[::-1], axis=-1)
+            src_grid = np.zeros((len(qs), width), dtype=np.int64)
+            src_grid[row, within] = src
+            src = np.take_along_axis(src_grid, by_docno, axis=1)[row, within]
+            sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
+            same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
+            same &= np.arange(1, width)[None, :] < lens[:, None]
+            if same.any():
+                i, j = map(int, np.argwhere(same)[0])
+                dup = docno[np.take_along_axis(src_grid, by_docno, axis=1)[i, j]]
+                raise ValueError(
+                    f"run: document {dup.decode(errors='replace')!r} appears twice for query "
+                    f"{qrels.qids[qs[i]]!r}"
+                )
+        col = within + (width - lens)[row] if pad_left else within
+        s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
+        s[row, col] = score[src]
+        if kernel_ties not in ("first", "last"):
+            s[row, col] = np.maximum(s[row, col], np.finfo(score_dtype).min)
+        y = np.zeros((len(qs), width), dtype=np.int64)
+        y[row, col] = labels[src]
+        ranked = rank_batch(
+            torch.from_numpy(s),
+            torch.from_numpy(y),
+            batch_depth,
+            relevance_threshold=relevance_level,
+            ties=kernel_ties,
+        )
+        k = ranked.depth
+        ideal = np.zeros((len(qs), k), dtype=np.float64)
+        take = np.minimum(np.bincount(qrels.qid, minlength=num_q)[qs], k)
+        irow = np.repeat(np.arange(len(qs)), take)
+        icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+        ideal[irow, icol] = judged_rel[judged_start[qs][irow] + icol]
+        ideal_t = torch.from_numpy(ideal)
+        ranked = dataclasses.replace(
+            ranked,
+            num_relevant=torch.from_numpy(r.astype(np.float64)),
+            ideal_labels=ideal_t,
+            ideal_relevant=(ideal_t >= relevance_level).to(torch.float64),
+            _gain_cache={},
+        )
+        results = {}
+        for family, ks in cutoffs.items():
+            if family == "r_precision":
+                values = scoring.r_precision(ranked)
+            elif family == "ndcg":
+                values = scoring.ndcg(ranked, ks, "linear_rank")
+            elif family == "ndcg_burges":
+                values = scoring.ndcg(ranked, ks, "exp_rank")
+            else:
+                values = getattr(scoring, family)(ranked, ks)
+            results[family] = values.numpy()
+        for m, spec in enumerate(specs):
+            ks = cutoffs[spec.family]
+            column = ks.index(spec.k if spec.k is not None else whole) if spec.family != "r_precision" else 0
+            out[b0 : b0 + len(qs), m] = results[spec.family][:, column]
+
+    queries = [qrels.qids[q] for q in evaluated]
+    if missing_as_zero:
+        missing = np.flatnonzero(count == 0)
+        queries += [qrels.qids[q] for q in missing]
+        out = np.concatenate((out, np.zeros((len(missing), len(specs)))))
+    total = max(len(queries), 1)
+    means = {
+        spec.name: float(out[:, m].sum() / total) if queries else math.nan for m, spec in enumerate(specs)
+    }
+    return EvaluationResult(means=means, queries=queries, values=out, metrics=[s.name for s in specs])

@@ -1,0 +1,145 @@
+"""The TREC evaluator against pytrec_eval (trec_eval's C code) on generated files with ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ignite_ranking.trec import evaluate, parse_metric, read_qrels, read_run
+from ignite_ranking.trec.io import Qrels, Run
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+# our name -> pytrec_eval measure
+PAIRS = {
+    "recip_rank": "recip_rank",
+    "P_5": "P_5",
+    "P@10": "P_10",
+    "recall_10": "recall_10",
+    "recall@100": "recall_100",
+    "map_cut_10": "map_cut_10",
+    "map": "map",
+    "ndcg_cut_10": "ndcg_cut_10",
+    "ndcg_cut_5": "ndcg_cut_5",
+    "ndcg": "ndcg",
+    "Rprec": "Rprec",
+    "success_1": "success_1",
+    "success_5": "success_5",
+}
+
+
+def _generate(seed: int, num_queries: int = 400):
+    rng = np.random.default_rng(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, list[tuple[str, float]]] = {}
+    for q in range(num_queries):
+        qid = f"q{q}"
+        pool = [f"d{rng.integers(0, 3000)}" for _ in range(120)]
+        pool = list(dict.fromkeys(pool))
+        judged = rng.choice(len(pool), size=int(rng.integers(1, 40)), replace=False)
+        if q % 23 != 7:  # some queries are only in the run
+            qrels[qid] = {pool[i]: int(rng.choice([0, 0, 1, 2, 3])) for i in judged}
+        if q % 31 == 5:  # some qrels queries have no relevant document
+            qrels[qid] = {pool[i]: 0 for i in judged}
+        if q % 19 == 3:  # some qrels queries are missing from the run
+            continue
+        length = int(rng.integers(1, len(pool)))
+        docs = rng.choice(len(pool), size=length, replace=False)
+        # coarse scores: many ties, broken by trec_eval's docno rule
+        scores = np.round(rng.random(length) * 5) / 2
+        if q % 7 == 0:  # scores equal as float32, distinct as float64
+            scores = scores + rng.integers(0, 3, length) * 1e-12
+        run[qid] = [(pool[i], float(s)) for i, s in zip(docs, scores, strict=True)]
+    return qrels, run
+
+
+def _write(tmp_path, qrels, run):
+    with open(tmp_path / "qrels.txt", "w") as f:
+        for qid, docs in qrels.items():
+            for doc, rel in docs.items():
+                f.write(f"{qid} 0 {doc} {rel}\n")
+    with open(tmp_path / "run.txt", "w") as f:
+        for qid, docs in run.items():
+            for rank, (doc, score) in enumerate(docs, 1):
+                f.write(f"{qid} Q0 {doc} {rank} {score!r} tag\n")
+    return tmp_path / "qrels.txt", tmp_path / "run.txt"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    qrels, run = _generate(0)
+    qrels_path, run_path = _write(tmp_path_factory.mktemp("trec"), qrels, run)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS.values()))
+    expected = evaluator.evaluate({q: dict(docs) for q, docs in run.items()})
+    return qrels_path, run_path, qrels, run, expected
+
+
+def test_matches_pytrec_eval_with_ties(files):
+    qrels_path, run_path, _, _, expected = files
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), list(PAIRS), ties="trec", batch_size=64)
+    assert sorted(result.queries) == sorted(expected)
+    per_query = result.per_query()
+    for ours, theirs in PAIRS.items():
+        got = np.array([per_query[q][ours] for q in expected])
+        want = np.array([expected[q][theirs] for q in expected])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=ours)
+        assert result.means[ours] == pytest.approx(want.mean(), abs=1e-9)
+
+
+def test_missing_as_zero_counts_every_qrels_query(files):
+    qrels_path, run_path, qrels, _, expected = files
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True)
+    assert sorted(result.queries) == sorted(qrels)
+    want = sum(expected[q]["P_5"] for q in expected) / len(qrels)
+    assert result.means["P_5"] == pytest.approx(want, abs=1e-12)
+
+
+def test_file_order_ties_differ_from_trec():
+    qrels = Qrels(["q"], np.zeros(2, np.int32), np.array([b"a", b"b"]), np.array([1, 0]))
+    run = Run(["q"], np.zeros(2, np.int32), np.array([b"a", b"b"]), np.array([1.0, 1.0]))
+    assert evaluate(qrels, run, ["mrr"], ties="trec").means["mrr"] == 0.5  # docno descending: b first
+    assert evaluate(qrels, run, ["mrr"], ties="first").means["mrr"] == 1.0
+    assert evaluate(qrels, run, ["mrr"], ties="last").means["mrr"] == 0.5
+
+
+def test_idcg_and_r_from_qrels_not_the_run():
+    # three relevant judged docs, the run finds one of them at rank 1
+    qrels = Qrels(["q"], np.zeros(3, np.int32), np.array([b"a", b"b", b"c"]), np.array([1, 1, 1]))
+    run = Run(["q"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1.0]))
+    means = evaluate(qrels, run, ["recall@10", "Rprec", "ndcg@10", "map"]).means
+    assert means["recall@10"] == pytest.approx(1 / 3)
+    assert means["Rprec"] == pytest.approx(1 / 3)
+    assert means["map"] == pytest.approx(1 / 3)
+    assert means["ndcg@10"] == pytest.approx(1 / (1 + 1 / np.log2(3) + 0.5))
+
+
+def test_duplicate_document_in_run_is_refused():
+    qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
+    run = Run(["q"], np.zeros(2, np.int32), np.array([b"a", b"a"]), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="twice"):
+        evaluate(qrels, run, ["mrr"])
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "k"),
+    [
+        ("mrr@10", "reciprocal_rank", 10),
+        ("recip_rank", "reciprocal_rank", None),
+        ("P_10", "precision", 10),
+        ("ndcg_cut_10", "ndcg", 10),
+        ("ndcg_burges@5", "ndcg_burges", 5),
+        ("map_cut_100", "average_precision", 100),
+        ("success_1", "hit_rate", 1),
+        ("Rprec", "r_precision", None),
+        ("r-precision", "r_precision", None),
+    ],
+)
+def test_parse_metric(name, family, k):
+    spec = parse_metric(name)
+    assert (spec.family, spec.k) == (family, k)
+
+
+@pytest.mark.parametrize("name", ["foo@10", "P", "Rprec@5", "mrr@0"])
+def test_parse_metric_refuses(name):
+    with pytest.raises(ValueError):
+        parse_metric(name)
