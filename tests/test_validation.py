@@ -117,11 +117,6 @@ def test_bad_top_k_is_refused_by_classes(cls, top_k, error):
         cls(top_k)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src bug: RankingMetric.__init__ lets top_k=None through (meant for RPrecision only); "
-    "the metric then fails at update() with an unrelated TypeError",
-)
 @pytest.mark.parametrize("cls", [MRR, HitRate, NDCG, Precision, Recall, MAP])
 def test_top_k_none_is_refused_by_classes(cls):
     with pytest.raises(TypeError, match="top_k"):
@@ -214,17 +209,9 @@ def test_empty_batch_in_functionals(name):
     assert out.shape[0] == 0 and out.dtype == torch.float64
 
 
-ZERO_ITEM_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="src bug: scoring.reciprocal_rank calls argmax over an empty item dimension",
-)
-
-
 def _zero_item_params(with_group=True):
     for name in [*METRIC_NAMES, "group"] if with_group else METRIC_NAMES:
-        marks = [ZERO_ITEM_BUG] if name in ("mrr", "group") else []
-        yield pytest.param(name, marks=marks, id=name)
+        yield pytest.param(name, id=name)
 
 
 @pytest.mark.parametrize("name", list(_zero_item_params()))
@@ -329,18 +316,13 @@ def test_no_query_counted_is_not_computable():
 
 # --------------------------------------------------------------------------- thresholds on integer labels
 
-INT_THRESHOLD_BUG = (
-    "src bug: threshold_for compares integer labels to ceil(threshold) in the label dtype, "
-    "which wraps or overflows when the threshold is outside that dtype's range"
-)
-
 
 @pytest.mark.parametrize(
     ("dtype", "threshold"),
     [
         (torch.uint8, 0.5),
         (torch.uint8, 255),
-        pytest.param(torch.uint8, 256, marks=pytest.mark.xfail(strict=True, reason=INT_THRESHOLD_BUG)),
+        (torch.uint8, 256),
         (torch.int32, -7.5),
         (torch.int8, -0.5),
         (torch.bool, 0.0),
@@ -351,10 +333,10 @@ INT_THRESHOLD_BUG = (
         (torch.bfloat16, 0.1),
         (torch.float16, 65510.0),
         (torch.float16, 1e10),
-        pytest.param(torch.uint8, -3, marks=pytest.mark.xfail(strict=True, reason=INT_THRESHOLD_BUG)),
-        pytest.param(torch.bool, -1.0, marks=pytest.mark.xfail(strict=True, reason=INT_THRESHOLD_BUG)),
-        pytest.param(torch.int8, 200, marks=pytest.mark.xfail(strict=True, reason=INT_THRESHOLD_BUG)),
-        pytest.param(torch.int64, 1e30, marks=pytest.mark.xfail(strict=True, reason=INT_THRESHOLD_BUG)),
+        (torch.uint8, -3),
+        (torch.bool, -1.0),
+        (torch.int8, 200),
+        (torch.int64, 1e30),
     ],
     ids=str,
 )

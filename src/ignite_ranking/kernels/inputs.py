@@ -7,13 +7,11 @@ import math
 import torch
 
 __all__ = [
-    "as_label_tensor",
     "check_inputs",
     "check_threshold",
+    "comparable_labels",
     "count_relevant",
     "normalize_top_k",
-    "relevance_mask",
-    "threshold_for",
 ]
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -65,30 +63,24 @@ def check_inputs(y_pred: object, y: object) -> None:
         raise ValueError("y must not contain NaN labels.")
 
 
-def threshold_for(y: torch.Tensor, relevance_threshold: float) -> float | int:
-    """The smallest value of ``y``'s dtype that is ``>= relevance_threshold``.
+def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torch.Tensor, float | int]:
+    """Labels and a threshold such that ``labels >= threshold`` is exactly
+    ``float64(y) >= relevance_threshold``, comparing in the labels' own dtype where possible.
 
-    Comparing labels to it in their own dtype gives exactly ``float64(y) >= relevance_threshold``,
-    without casting the label tensor.
+    Floating labels get the smallest value of their dtype that is ``>= relevance_threshold``;
+    integer labels get its ceiling. Bool labels are viewed as uint8 (no copy). Only a threshold
+    outside an integer dtype's range makes a float64 copy of the labels.
     """
-    if y.is_floating_point():
-        t = torch.tensor(relevance_threshold, dtype=y.dtype)
+    labels = y.view(torch.uint8) if y.dtype == torch.bool else y
+    if labels.is_floating_point():
+        t = torch.tensor(relevance_threshold, dtype=labels.dtype)
         if t.item() < relevance_threshold:
-            t = torch.nextafter(t, torch.tensor(math.inf, dtype=y.dtype))
-        return t.item()
-    if math.isinf(relevance_threshold):
-        return relevance_threshold
-    return math.ceil(relevance_threshold)
-
-
-def as_label_tensor(y: torch.Tensor) -> torch.Tensor:
-    """Labels in a dtype that ``topk`` and comparisons accept (bool becomes uint8, no copy)."""
-    return y.view(torch.uint8) if y.dtype == torch.bool else y
-
-
-def relevance_mask(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
-    """Boolean mask of relevant labels: ``float64(y) >= relevance_threshold``."""
-    return as_label_tensor(y) >= threshold_for(y, relevance_threshold)
+            t = torch.nextafter(t, torch.tensor(math.inf, dtype=labels.dtype))
+        return labels, t.item()
+    info = torch.iinfo(labels.dtype)
+    if math.isinf(relevance_threshold) or not info.min <= math.ceil(relevance_threshold) <= info.max:
+        return labels.to(torch.float64), relevance_threshold
+    return labels, math.ceil(relevance_threshold)
 
 
 def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
@@ -97,10 +89,10 @@ def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
     Writing the comparison straight into a floating buffer and summing that is several times
     faster on CPU than summing a boolean mask; float32 counts are exact up to 2**24 items a row.
     """
-    labels = as_label_tensor(y)
+    labels, threshold = comparable_labels(y, relevance_threshold)
     dtype = torch.float32 if labels.shape[1] <= 2**24 else torch.float64
     flags = torch.empty(labels.shape, dtype=dtype, device=labels.device)
-    torch.ge(labels, threshold_for(y, relevance_threshold), out=flags)
+    torch.ge(labels, threshold, out=flags)
     return flags.sum(dim=1, dtype=torch.float64)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from .batch import RankedBatch
-from .inputs import as_label_tensor, count_relevant, threshold_for
+from .inputs import comparable_labels, count_relevant
 from .ties import tie_blocks
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
@@ -131,8 +131,7 @@ def rank_batch(
     if cover_relevant and num_relevant.numel():
         depth = max(depth, int(num_relevant.max().item()))
     depth = min(depth, y_pred.shape[1])
-    labels = as_label_tensor(y)
-    threshold = threshold_for(y, relevance_threshold)
+    labels, threshold = comparable_labels(y, relevance_threshold)
     indices, crossing = _select(y_pred, depth, ties, labels)
     ranked_labels = labels.gather(1, indices)
     relevant = ranked_labels >= threshold

@@ -47,6 +47,8 @@ def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
 
 def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """``1 / rank`` of the first relevant item if that rank is ``<= k``, else 0."""
+    if ranked.depth == 0:
+        return torch.zeros(ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64)
     if ranked.blocks is not None:
         return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
     relevant = ranked.relevant > 0
@@ -58,7 +60,7 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
 
 def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """1 if a relevant item is in the top k, else 0."""
-    if ranked.blocks is not None:
+    if ranked.blocks is not None and ranked.depth > 0:
         return ties.expected_hit_rate(ranked.blocks, cutoffs)
     return (_at_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
 

@@ -28,11 +28,13 @@ class RankingMetric(Metric):
     """Base of the ranking metrics: per-cutoff float64 sums and an int64 query count.
 
     A subclass sets ``name`` and implements :meth:`score`; ``needs_ideal`` and
-    ``covers_relevant`` tell the kernel what to gather. The state is a few numbers per cutoff,
+    ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
+    metric with one value and no cutoffs. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`.
     """
 
     name = "ranking"
+    takes_top_k = True
     needs_ideal = False
     covers_relevant = False
     required_output_keys = ("y_pred", "y")
@@ -49,7 +51,7 @@ class RankingMetric(Metric):
         *,
         ties: str = "first",
     ):
-        self.top_k = None if top_k is None else normalize_top_k(top_k)
+        self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
         if not isinstance(ignore_zero_hits, bool):
             raise TypeError(f"ignore_zero_hits must be a bool, got {type(ignore_zero_hits).__name__}.")
         self.ignore_zero_hits = ignore_zero_hits

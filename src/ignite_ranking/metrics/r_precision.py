@@ -28,6 +28,7 @@ class RPrecision(RankingMetric):
     """
 
     name = "r_precision"
+    takes_top_k = False
     covers_relevant = True
 
     def __init__(

@@ -1,0 +1,112 @@
+"""The ``ignite-ranking`` command line: ``ignite-ranking evaluate QRELS RUN -m mrr@10 ndcg@10``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from .trec import METRIC_HELP, evaluate, read_qrels, read_run, tie_policies
+
+__all__ = ["main"]
+
+_PROGRESS_BYTES = 32 << 20  # show progress bars for inputs larger than this
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ignite-ranking", description="Ranking metrics from the command line."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    ev = commands.add_parser(
+        "evaluate",
+        help="evaluate a TREC run against qrels (trec_eval semantics)",
+        description="Evaluate a TREC run file (qid Q0 docno rank score tag) against a qrels file "
+        "(qid iter docno rel), plain or gzip. Queries of the run missing from the qrels are "
+        "skipped; like trec_eval, the rank column is ignored and documents are ordered by score.",
+        epilog=METRIC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ev.add_argument("qrels", help="qrels file (.gz allowed)")
+    ev.add_argument("run", help="run file (.gz allowed)")
+    ev.add_argument("-m", "--metrics", nargs="+", required=True, metavar="METRIC", help="metrics, see below")
+    ev.add_argument(
+        "--ties",
+        choices=tie_policies(),
+        default="trec",
+        help="order of equal scores: 'trec' (trec_eval: float32 scores, docno descending; default), "
+        "'first'/'last' (file order), or another kernel tie policy",
+    )
+    ev.add_argument(
+        "-l",
+        "--relevance-level",
+        type=int,
+        default=1,
+        help="a judged document is relevant iff rel >= this (trec_eval -l, default 1)",
+    )
+    ev.add_argument(
+        "-c",
+        "--missing-as-zero",
+        action="store_true",
+        help="average over every qrels query, counting those missing from the run as 0 (trec_eval -c)",
+    )
+    ev.add_argument("-q", "--per-query", action="store_true", help="also print each query's values")
+    ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
+    bar = ev.add_mutually_exclusive_group()
+    bar.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show progress"
+    )
+    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    return parser
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    progress = args.progress
+    if progress is None:
+        progress = os.path.getsize(args.run) + os.path.getsize(args.qrels) > _PROGRESS_BYTES
+    qrels = read_qrels(args.qrels, progress=progress)
+    run = read_run(args.run, progress=progress)
+    result = evaluate(
+        qrels,
+        run,
+        args.metrics,
+        relevance_level=args.relevance_level,
+        ties=args.ties,
+        missing_as_zero=args.missing_as_zero,
+        batch_size=args.batch_size,
+        progress=progress,
+    )
+    if args.json:
+        payload: dict = {"num_queries": result.num_queries, "metrics": result.means}
+        if args.per_query:
+            payload["per_query"] = result.per_query()
+        json.dump(payload, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    width = max(len(m) for m in [*result.metrics, "num_q"])
+    if args.per_query:
+        for qid, row in zip(result.queries, result.values, strict=True):
+            for name, value in zip(result.metrics, row, strict=True):
+                print(f"{name:<{width}}\t{qid}\t{value:.4f}")
+    print(f"{'num_q':<{width}}\tall\t{result.num_queries}")
+    for name, value in result.means.items():
+        print(f"{name:<{width}}\tall\t{value:.4f}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the exit status (2 for bad input, with a message on stderr)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _evaluate(args)
+    except (ValueError, OSError) as err:
+        print(f"ignite-ranking: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
