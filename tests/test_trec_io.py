@@ -1,0 +1,99 @@
+"""The TREC readers: plain and gzip files, numbers parsed exactly, malformed lines refused."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from ignite_ranking.trec import io as trec_io
+from ignite_ranking.trec import read_qrels, read_run
+
+RUN = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 -1e-3 tag\n\nq2\tQ0\td1\t1\t7 tag\r\nq1 Q0 d3 3 0.1 tag"
+
+
+def test_read_run_plain(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text(RUN)
+    run = read_run(path)
+    assert run.qids == ["q1", "q2"]
+    assert run.qid.tolist() == [0, 0, 1, 0]
+    assert run.docno.tolist() == [b"d1", b"d2", b"d1", b"d3"]
+    assert run.score.tolist() == [2.5, -1e-3, 7.0, 0.1]
+    assert run.tag == "tag"
+
+
+@pytest.mark.parametrize("name", ["run.gz", "run.txt"])  # detected by magic bytes, not only the name
+def test_read_run_gzip(tmp_path, name):
+    path = tmp_path / name
+    with gzip.open(path, "wt") as f:
+        f.write(RUN)
+    assert read_run(path).score.tolist() == [2.5, -1e-3, 7.0, 0.1]
+
+
+def test_read_qrels(tmp_path):
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d9 3\n")
+    qrels = read_qrels(path)
+    assert qrels.qids == ["q1", "q2"]
+    assert qrels.rel.tolist() == [1, 0, 3]
+    assert qrels.docno.tolist() == [b"d1", b"d2", b"d9"]
+
+
+def test_blocks_split_lines_exactly(tmp_path, monkeypatch):
+    monkeypatch.setattr(trec_io, "_BLOCK", 7)  # lines straddle many blocks
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=300) * 10.0 ** rng.integers(-8, 8, 300)
+    path = tmp_path / "run"
+    path.write_text("".join(f"q{i % 5} Q0 doc{i} {i} {float(s)!r} t\n" for i, s in enumerate(scores)))
+    run = read_run(path)
+    assert run.score.tolist() == scores.tolist()  # bit-exact, like float()
+    assert run.docno.tolist() == [f"doc{i}".encode() for i in range(300)]
+    assert [run.qids[q] for q in run.qid] == [f"q{i % 5}" for i in range(300)]
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["1", "-0.5", "1e-3", "+2.5E+10", "123456789012345678901", "0.1", "1.7976931348623157e308", "3.", ".5"],
+)
+def test_numbers_match_float(tmp_path, token):
+    path = tmp_path / "run"
+    path.write_text(f"q Q0 d 1 {token} t\n")
+    assert read_run(path).score.tolist() == [float(token)]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 tag\n", 2, "expected 6"),
+        ("q1 Q0 d1 1 2.5 tag\n\nq1 Q0 d2 2 x7 tag\n", 3, "score must be a number"),
+        ("q1 Q0 d1 1 nan tag\n", 1, "score must be a number"),
+        ("q1 Q0 d1 1 2.5 tag extra\n", 1, "expected 6"),
+    ],
+)
+def test_malformed_run_lines(tmp_path, text, line, what):
+    path = tmp_path / "bad_run"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"bad_run:{line}: {what}"):
+        read_run(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        ("q1 0 d1 1\nq1 0 d2\n", 2, "expected 4"),
+        ("q1 0 d1 1\nq1 0 d2 1.5\n", 2, "relevance must be an integer"),
+    ],
+)
+def test_malformed_qrels_lines(tmp_path, text, line, what):
+    path = tmp_path / "bad_qrels"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"bad_qrels:{line}: {what}"):
+        read_qrels(path)
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty"
+    path.write_text("")
+    assert len(read_run(path)) == 0
