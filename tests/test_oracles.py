@@ -7,10 +7,6 @@ are checked separately (both tools score them 0, and so must we).
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("NUMBA_NUM_THREADS", "2")
-
 import numpy as np
 import pytest
 import torch
