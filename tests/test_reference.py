@@ -259,7 +259,7 @@ def test_property_bounds_monotonicity_and_identities(batch, top_k, threshold, ti
     # Queries with no relevant item score 0 everywhere.
     for v in values.values():
         assert (v[num_rel[:, 0] == 0] == 0).all()
-    # Once the cutoff covers the whole row, recall is 1 and NDCG is 1 only if the order is ideal.
+    # Once the cutoff covers the whole row, recall is 1 for every query with a relevant item.
     n = y.shape[1]
     full = functional_values("recall", y_pred, y, [n], threshold, ties)[:, 0]
     assert torch.equal(full, (num_rel[:, 0] > 0).to(torch.float64))
