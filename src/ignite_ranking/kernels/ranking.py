@@ -68,24 +68,28 @@ def _select(scores, k, ties, labels):
     indices = indices[:, :k]
     crossing = (values[:, k] == boundary).nonzero().squeeze(1)
     if crossing.numel():
-        if ties in _BY_LABEL:
-            # Rare and label-dependent: order those rows fully.
-            kept = top_indices(scores[crossing], num_items, ties, labels[crossing])[:, :k]
-        else:
-            need = k - (values[crossing, : k - 1] > boundary[crossing, None]).sum(dim=1)
-            kept = _keep_tied(scores[crossing], boundary[crossing], need, k, ties)
+        need = k - (values[crossing, : k - 1] > boundary[crossing, None]).sum(dim=1)
+        row_labels = labels[crossing] if ties in _BY_LABEL else None
+        kept = _keep_tied(scores[crossing], boundary[crossing], need, k, ties, row_labels)
         indices = indices.index_copy(0, crossing, kept)
     return _in_rank_order(scores, indices, ties, labels), crossing
 
 
-def _keep_tied(scores: torch.Tensor, boundary: torch.Tensor, need: torch.Tensor, k: int, ties: str):
-    """For rows with a tie across the cutoff: the k items that the tie rule puts first, by index.
+def _keep_tied(scores, boundary, need, k, ties, labels=None):
+    """For rows with a tie across the cutoff: the k items that the tie policy puts first, by index.
 
-    Every item above the boundary value is kept, and of the items equal to it the ``need``
-    lowest (``"last"``: highest) indices.
+    Every item above the boundary value is kept, and of the items equal to it the ``need`` that
+    come first: lowest indices (``"first"``), highest (``"last"``), or highest / lowest labels
+    then lowest indices (``"optimistic"`` / ``"pessimistic"``).
     """
     keep = scores > boundary[:, None]
     rows, cols = (scores == boundary[:, None]).nonzero(as_tuple=True)
+    if labels is not None:
+        # Reorder the tied items of each row by label (stable, so index order stays within a
+        # label), then by row: positions within a row now follow the policy.
+        by_label = labels[rows, cols].argsort(descending=ties == "optimistic", stable=True)
+        by_row = rows[by_label].argsort(stable=True)
+        rows, cols = rows[by_label][by_row], cols[by_label][by_row]
     per_row = torch.bincount(rows, minlength=scores.shape[0])
     ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
     if ties == "last":

@@ -109,15 +109,16 @@ def tie_blocks(
     blocks.size = blocks._per_block(ones)
     blocks.relevant = blocks._per_block(blocks.relevant)
     if crossing.numel():
-        tied = scores[crossing] == ranked_scores[crossing, -1:]
-        tied_relevant = tied & (labels[crossing] >= threshold)
-        rows, cols = tied_relevant.nonzero(as_tuple=True)
-        blocks.tail_rows = rows
-        blocks.tail_labels = labels[crossing][rows, cols].to(torch.float64)
+        rows, cols = (scores[crossing] == ranked_scores[crossing, -1:]).nonzero(as_tuple=True)
+        tied_labels = labels[crossing][rows, cols]
+        is_relevant = tied_labels >= threshold
+        blocks.tail_rows = rows[is_relevant]
+        blocks.tail_labels = tied_labels[is_relevant].to(torch.float64)
+        size = torch.bincount(rows, minlength=crossing.numel()).to(torch.float64)
+        relevant = torch.bincount(blocks.tail_rows, minlength=crossing.numel()).to(torch.float64)
         last = blocks._last_block()
-        whole = torch.stack([tied.sum(dim=1), tied_relevant.sum(dim=1)]).to(torch.float64)
-        blocks.size[crossing] = torch.where(last, whole[0, :, None], blocks.size[crossing])
-        blocks.relevant[crossing] = torch.where(last, whole[1, :, None], blocks.relevant[crossing])
+        blocks.size[crossing] = torch.where(last, size[:, None], blocks.size[crossing])
+        blocks.relevant[crossing] = torch.where(last, relevant[:, None], blocks.relevant[crossing])
     return blocks
 
 
