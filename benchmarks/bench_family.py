@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat, no memory runs")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per case (default 5)")
     parser.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: leave torch's default)"
+    )
+    parser.add_argument(
         "--memory",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -221,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     warmup = 0 if args.quick else 1
     memory = (not args.quick) if args.memory is None else args.memory
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"machine: {machine_line()}")
     print(f"top_k={TOP_K}; median of {repeats} interleaved run(s) after {warmup} warm-up(s)")
     results = run(sizes, repeats, warmup, memory)

@@ -185,7 +185,7 @@ def plot(results: list[dict], path: str) -> None:
         for j, r in enumerate(rows):
             t = r["timings"]
             ax.annotate(
-                f"{t['argsort'].median / t['ours'].median:.0f}x",
+                f"{t['argsort'].median / t['ours'].median:.1f}x",
                 (j - width, t["ours"].median),
                 textcoords="offset points",
                 xytext=(0, 3),
@@ -210,12 +210,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat, no warm-up")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per case (default 7)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: leave torch's default)"
+    )
     parser.add_argument("--plot", metavar="PATH", help="write a bar chart (PNG) of the medians")
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     repeats = args.repeats or (1 if args.quick else 7)
     warmup = 0 if args.quick else 1
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"machine: {machine_line()}")
     print(f"top_k={TOP_K}; median of {repeats} interleaved run(s) after {warmup} warm-up(s)")
     results = run(sizes, repeats, warmup)
