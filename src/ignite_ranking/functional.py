@@ -50,13 +50,20 @@ def _per_query(
     relevance_threshold: float,
     ties: str,
     ideal: bool = False,
+    count: bool = False,
 ) -> torch.Tensor:
     cutoffs = normalize_top_k(top_k)
     threshold = check_threshold(relevance_threshold)
     check_ties(ties)
     check_inputs(y_pred, y)
     ranked = rank_batch(
-        y_pred.detach(), y.detach(), cutoffs[-1], relevance_threshold=threshold, ties=ties, ideal=ideal
+        y_pred.detach(),
+        y.detach(),
+        cutoffs[-1],
+        relevance_threshold=threshold,
+        ties=ties,
+        ideal=ideal,
+        count=count,
     )
     return score(ranked, cutoffs)
 
@@ -110,7 +117,7 @@ def recall(
     ties: str = "first",
 ) -> torch.Tensor:
     """R@k: relevant items in the top k divided by the query's number of relevant items."""
-    return _per_query(scoring.recall, y_pred, y, top_k, relevance_threshold, ties)
+    return _per_query(scoring.recall, y_pred, y, top_k, relevance_threshold, ties, count=True)
 
 
 def average_precision(
@@ -122,7 +129,7 @@ def average_precision(
     ties: str = "first",
 ) -> torch.Tensor:
     """AP@k: sum of P@i over the ranks ``i <= k`` of relevant items, divided by R (trec_eval's map_cut)."""
-    return _per_query(scoring.average_precision, y_pred, y, top_k, relevance_threshold, ties)
+    return _per_query(scoring.average_precision, y_pred, y, top_k, relevance_threshold, ties, count=True)
 
 
 def ndcg(

@@ -40,7 +40,8 @@ class RankedBatch:
         labels: ``(batch, K)`` labels of the items at ranks 1..K.
         relevant: ``(batch, K)`` 1.0 where the item at that rank is relevant, else 0.0; under
             ``ties="average"`` the probability that it is (its tied block's relevant share).
-        num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K).
+        num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K);
+            for a batch ranked with ``count=False``, 1.0 if the row has any and 0.0 if not.
         ideal_labels: ``(batch, K)`` each row's K largest labels, descending, or None when the
             batch was ranked without ``ideal=True``.
         ideal_relevant: ``(batch, K)`` relevance of ``ideal_labels`` (1.0/0.0), or None.

@@ -93,7 +93,9 @@ def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
     dtype = torch.float32 if labels.shape[1] <= 2**24 else torch.float64
     flags = torch.empty(labels.shape, dtype=dtype, device=labels.device)
     torch.ge(labels, threshold, out=flags)
-    return flags.sum(dim=1, dtype=torch.float64)
+    # Summing in the flags' own dtype is exact (counts stay below 2**24 in float32) and avoids
+    # a float64 copy of the whole matrix.
+    return flags.sum(dim=1).to(torch.float64)
 
 
 def normalize_top_k(top_k: object) -> list[int]:

@@ -18,6 +18,8 @@ the tied items the policy prefers. The selected items are then ordered with stab
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .batch import RankedBatch
@@ -68,35 +70,43 @@ def _select(scores, k, ties, labels):
     indices = indices[:, :k]
     crossing = (values[:, k] == boundary).nonzero().squeeze(1)
     if crossing.numel():
-        need = k - (values[crossing, : k - 1] > boundary[crossing, None]).sum(dim=1)
-        row_labels = labels[crossing] if ties in _BY_LABEL else None
-        kept = _keep_tied(scores[crossing], boundary[crossing], need, k, ties, row_labels)
-        indices = indices.index_copy(0, crossing, kept)
+        indices = _refill_tied_slots(scores, values[:, :k], indices, crossing, ties, labels)
     return _in_rank_order(scores, indices, ties, labels), crossing
 
 
-def _keep_tied(scores, boundary, need, k, ties, labels=None):
-    """For rows with a tie across the cutoff: the k items that the tie policy puts first, by index.
+def _refill_tied_slots(scores, values, indices, crossing, ties, labels):
+    """Fixes rows whose k-th value is tied with items below the cutoff.
 
-    Every item above the boundary value is kept, and of the items equal to it the ``need`` that
-    come first: lowest indices (``"first"``), highest (``"last"``), or highest / lowest labels
-    then lowest indices (``"optimistic"`` / ``"pessimistic"``).
+    In such a row the slots of ``topk`` holding the boundary value hold arbitrary items of that
+    value; they are refilled with the tied items the policy puts first: lowest indices
+    (``"first"``), highest (``"last"``), or highest / lowest labels then lowest indices
+    (``"optimistic"`` / ``"pessimistic"``). Items above the boundary are already right.
     """
-    keep = scores > boundary[:, None]
-    rows, cols = (scores == boundary[:, None]).nonzero(as_tuple=True)
-    if labels is not None:
-        # Reorder the tied items of each row by label (stable, so index order stays within a
-        # label), then by row: positions within a row now follow the policy.
+    batch = scores.shape[0]
+    boundary = values[:, -1]
+    if 2 * crossing.numel() > batch:
+        # Most rows: compare in place, with NaN (equal to nothing) for rows without a crossing tie.
+        target = torch.full_like(boundary, math.nan).index_copy(0, crossing, boundary[crossing])
+        rows, cols = (scores == target[:, None]).nonzero(as_tuple=True)
+    else:
+        rows, cols = (scores[crossing] == boundary[crossing, None]).nonzero(as_tuple=True)
+        rows = crossing[rows]
+    if ties in _BY_LABEL:
+        # Order each row's tied items by label (stable: index order within a label), then by row.
         by_label = labels[rows, cols].argsort(descending=ties == "optimistic", stable=True)
         by_row = rows[by_label].argsort(stable=True)
         rows, cols = rows[by_label][by_row], cols[by_label][by_row]
-    per_row = torch.bincount(rows, minlength=scores.shape[0])
+    per_row = torch.bincount(rows, minlength=batch)
     ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
     if ties == "last":
         ordinal = per_row[rows] - 1 - ordinal
-    chosen = ordinal < need[rows]
-    keep[rows[chosen], cols[chosen]] = True
-    return keep.nonzero(as_tuple=True)[1].view(-1, k)
+    is_crossing = torch.zeros(batch, dtype=torch.bool, device=scores.device).index_fill(0, crossing, True)
+    slots = (values == boundary[:, None]) & is_crossing[:, None]
+    chosen = ordinal < slots.sum(dim=1)[rows]
+    # Both sides are in row order with as many entries per row, so they pair up.
+    indices = indices.clone()
+    indices[slots] = cols[chosen]
+    return indices
 
 
 def _in_rank_order(scores, indices, ties, labels):
@@ -118,6 +128,7 @@ def rank_batch(
     ties: str = "first",
     ideal: bool = False,
     cover_relevant: bool = False,
+    count: bool = True,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -130,12 +141,20 @@ def rank_batch(
         ties: the tie policy.
         ideal: also gather each row's K largest labels (for IDCG).
         cover_relevant: make K at least each row's number of relevant items (for R-Precision).
+        count: count each row's relevant items (recall, AP and R-Precision divide by it). If
+            False, ``num_relevant`` only tells whether a row has one (1.0) or not (0.0), which is
+            all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
     """
-    num_relevant = count_relevant(y, relevance_threshold)
+    labels, threshold = comparable_labels(y, relevance_threshold)
+    if count or cover_relevant:
+        num_relevant = count_relevant(y, relevance_threshold)
+    elif y.shape[1]:
+        num_relevant = (labels.amax(dim=1) >= threshold).to(torch.float64)
+    else:
+        num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
     if cover_relevant and num_relevant.numel():
         depth = max(depth, int(num_relevant.max().item()))
     depth = min(depth, y_pred.shape[1])
-    labels, threshold = comparable_labels(y, relevance_threshold)
     indices, crossing = _select(y_pred, depth, ties, labels)
     ranked_labels = labels.gather(1, indices)
     relevant = ranked_labels >= threshold

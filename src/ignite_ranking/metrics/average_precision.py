@@ -26,6 +26,7 @@ class MAP(RankingMetric):
         [0.5, 0.8333]
     """
 
+    needs_counts = True
     name = "map"
 
     def score(self, ranked: RankedBatch):

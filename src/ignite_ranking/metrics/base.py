@@ -27,14 +27,15 @@ def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
 class RankingMetric(Metric):
     """Base of the ranking metrics: per-cutoff float64 sums and an int64 query count.
 
-    A subclass sets ``name`` and implements :meth:`score`; ``needs_ideal`` and
-    ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
+    A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
+    and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
     metric with one value and no cutoffs. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`.
     """
 
     name = "ranking"
     takes_top_k = True
+    needs_counts = False
     needs_ideal = False
     covers_relevant = False
     required_output_keys = ("y_pred", "y")
@@ -81,6 +82,7 @@ class RankingMetric(Metric):
             ties=self.ties,
             ideal=self.needs_ideal,
             cover_relevant=self.covers_relevant,
+            count=self.needs_counts,
         )
 
     @reinit__is_reduced

@@ -81,6 +81,7 @@ class RankingMetrics(MetricGroup):
             ties=self._ties,
             ideal=any(m.needs_ideal for m in members),
             cover_relevant=any(m.covers_relevant for m in members),
+            count=any(m.needs_counts for m in members),
         )
         for metric in members:
             metric.accumulate(ranked)

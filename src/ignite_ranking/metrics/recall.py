@@ -26,6 +26,7 @@ class Recall(RankingMetric):
         [0.0, 0.5]
     """
 
+    needs_counts = True
     name = "recall"
 
     def score(self, ranked: RankedBatch):

@@ -181,13 +181,18 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _keys(qid: np.ndarray, words: np.ndarray, seed: int) -> np.ndarray:
-    """64-bit hash of ``(qid, docno)`` pairs; equal pairs give equal keys."""
+def _keys(qid: np.ndarray, words: np.ndarray, seed: int, qid_bits: int) -> np.ndarray:
+    """64-bit key of ``(qid, docno)`` pairs; equal pairs give equal keys.
+
+    The top ``qid_bits`` bits are the qid and the rest a hash of the docno, so keys sort by query
+    first: the run's rows (grouped by query) then probe the sorted qrels keys in a small, cached
+    range each, which makes ``searchsorted`` several times faster than with fully hashed keys.
+    """
     with np.errstate(over="ignore"):
-        h = _mix(qid.astype(np.uint64) + np.uint64(seed))
+        h = _mix(np.full(len(qid), seed, dtype=np.uint64))
         for j in range(words.shape[1]):
             h = _mix(h ^ words[:, j])
-    return h
+    return (qid.astype(np.uint64) << np.uint64(64 - qid_bits)) | (h >> np.uint64(qid_bits))
 
 
 def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndarray:
@@ -198,8 +203,9 @@ def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndar
     """
     qrels_words = _words(qrels.docno)
     run_words = _words(run_docno)
+    qid_bits = max(len(qrels.qids), 1).bit_length()
     for seed in range(4):
-        qkeys = _keys(qrels.qid, qrels_words, seed)
+        qkeys = _keys(qrels.qid, qrels_words, seed, qid_bits)
         order = np.argsort(qkeys)
         sorted_keys = qkeys[order]
         if not np.any(sorted_keys[1:] == sorted_keys[:-1]):
@@ -213,7 +219,7 @@ def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndar
             )
     else:  # pragma: no cover - four 64-bit collisions in a row
         raise RuntimeError("could not hash the qrels without collisions")
-    rkeys = _keys(run_qid, run_words, seed)
+    rkeys = _keys(run_qid, run_words, seed, qid_bits)
     if sorted_keys.size == 0:
         return np.zeros(len(run_qid), dtype=np.int64)
     pos = np.minimum(np.searchsorted(sorted_keys, rkeys), len(sorted_keys) - 1)

@@ -32,7 +32,9 @@ from __future__ import annotations
 import gzip
 import math
 import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,16 +167,16 @@ def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: st
     if solid[0]:
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]
+    newline_at = np.flatnonzero(buf == 10)
     if len(starts) % ncols == 0:
         starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
-        # newlines[p] = number of line breaks in buf[: p + 1]; a row is well formed when its first
-        # and last token sit on one line and the next row starts on a later line.
-        newlines = np.cumsum(buf == 10, dtype=np.int32)
-        lines = newlines[starts[:, 0]]
-        if np.array_equal(lines, newlines[ends[:, -1] - 1]) and bool(np.all(lines[1:] > lines[:-1])):
+        # The line of offset p is the number of line breaks before it. A row is well formed when
+        # its first and last token sit on one line and the next row starts on a later line.
+        lines = np.searchsorted(newline_at, starts[:, 0])
+        last = np.searchsorted(newline_at, ends[:, -1] - 1)
+        if np.array_equal(lines, last) and bool(np.all(lines[1:] > lines[:-1])):
             return buf, starts, ends, lines
         starts, ends = starts.ravel(), ends.ravel()
-    newline_at = np.flatnonzero(buf == 10)
     counts = np.bincount(np.searchsorted(newline_at, starts), minlength=len(newline_at))
     bad = np.flatnonzero((counts != 0) & (counts != ncols))
     index = int(bad[0])
@@ -310,21 +312,65 @@ class _QidInterner:
         return found
 
 
+def _parse_block(
+    block: bytes,
+    first_line: int,
+    ncols: int,
+    value_col: int,
+    name: str,
+    expected: str,
+    what: str,
+    integer: bool,
+):
+    """``(qid_matrix, docno, values, tag)`` of one block, or None for a block of blank lines."""
+    buf, starts, ends, lines = _tokenize(block, ncols, name, first_line, expected)
+    if not len(lines):
+        return None
+    tag = bytes(buf[starts[0, -1] : ends[0, -1]]).decode("utf-8", "replace")
+    qid_matrix = _gather(buf, starts[:, 0], ends[:, 0])
+    docno = _as_bytes(_gather(buf, starts[:, 2], ends[:, 2]))
+    matrix = _gather(buf, starts[:, value_col], ends[:, value_col])
+    values = _numbers(matrix, name, first_line, lines, block, what, integer)
+    return qid_matrix, docno, values, tag
+
+
 def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: bool, progress: bool):
     name = os.fspath(path)
     interner = _QidInterner()
     qids, docnos, values = [], [], []
     tag = ""
-    for block, first_line in _blocks(path, progress):
-        buf, starts, ends, lines = _tokenize(block, ncols, name, first_line, expected)
-        if not len(lines):
-            continue
+
+    def collect(parsed) -> None:
+        nonlocal tag
+        if parsed is None:
+            return
+        qid_matrix, docno, value, block_tag = parsed
         if ncols == 6 and not tag:
-            tag = bytes(buf[starts[0, 5] : ends[0, 5]]).decode("utf-8", "replace")
-        qids.append(interner(_gather(buf, starts[:, 0], ends[:, 0])))
-        docnos.append(_as_bytes(_gather(buf, starts[:, 2], ends[:, 2])))
-        matrix = _gather(buf, starts[:, value_col], ends[:, value_col])
-        values.append(_numbers(matrix, name, first_line, lines, block, what, integer))
+            tag = block_tag
+        qids.append(interner(qid_matrix))  # in file order: ids follow first appearance
+        docnos.append(docno)
+        values.append(value)
+
+    # Blocks are parsed on a thread pool (numpy releases the GIL in the heavy steps) while the
+    # next ones are read; results are collected in file order, so the first error in the file is
+    # the one raised. A few blocks in flight per worker bound the memory.
+    workers = os.cpu_count() or 1
+    pending: deque[Future] = deque()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            for block, first_line in _blocks(path, progress):
+                pending.append(
+                    pool.submit(
+                        _parse_block, block, first_line, ncols, value_col, name, expected, what, integer
+                    )
+                )
+                if len(pending) > 2 * workers:
+                    collect(pending.popleft().result())
+            while pending:
+                collect(pending.popleft().result())
+        finally:
+            for future in pending:
+                future.cancel()
     qid = np.concatenate(qids) if qids else np.zeros(0, dtype=np.int32)
     docno = np.concatenate(docnos) if docnos else np.zeros(0, dtype="S1")
     value = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
