@@ -86,16 +86,21 @@ def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torc
 def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
     """Number of relevant labels per row, as float64 ``(batch,)``.
 
-    Writing the comparison straight into a floating buffer and summing that is several times
-    faster on CPU than summing a boolean mask; float32 counts are exact up to 2**24 items a row.
+    Summing a boolean mask is slow on CPU, and a floating mask of the whole batch costs a large
+    allocation, so the comparison is written into a small floating buffer a few rows at a time
+    (about 2 MiB) and summed there. float32 counts are exact up to 2**24 items a row.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
-    dtype = torch.float32 if labels.shape[1] <= 2**24 else torch.float64
-    flags = torch.empty(labels.shape, dtype=dtype, device=labels.device)
-    torch.ge(labels, threshold, out=flags)
-    # Summing in the flags' own dtype is exact (counts stay below 2**24 in float32) and avoids
-    # a float64 copy of the whole matrix.
-    return flags.sum(dim=1).to(torch.float64)
+    batch, num_items = labels.shape
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64
+    rows = max(1, 2**19 // max(num_items, 1))
+    buffer = torch.empty(min(rows, batch), num_items, dtype=dtype, device=labels.device)
+    counts = torch.empty(batch, dtype=dtype, device=labels.device)
+    for start in range(0, batch, rows):
+        flags = buffer[: min(rows, batch - start)]
+        torch.ge(labels[start : start + rows], threshold, out=flags)
+        torch.sum(flags, dim=1, out=counts[start : start + rows])
+    return counts.to(torch.float64)
 
 
 def normalize_top_k(top_k: object) -> list[int]:
