@@ -52,21 +52,25 @@ CHART_MARKER = "<!-- benchmark-chart -->"
 
 
 def _fill_benchmarks(app, docname: str, source: list[str]) -> None:
+    """Puts the benchmark results and chart into the performance page, or says they are missing."""
     if docname != "performance":
         return
-    text = source[0]
-    if BENCHMARK_CHART.is_file():
-        chart = "```{image} _static/benchmark.png\n:alt: Benchmark chart\n:width: 100%\n```\n"
-    else:
-        chart = "*The benchmark chart (`docs/_static/benchmark.png`) has not been generated yet.*\n"
-    if BENCHMARK_RESULTS.is_file():
-        results = "```{include} ../benchmarks/RESULTS.md\n:heading-offset: 1\n```\n"
+    results_text = BENCHMARK_RESULTS.read_text(encoding="utf-8") if BENCHMARK_RESULTS.is_file() else ""
+    if results_text:
+        # relative-images: image paths in RESULTS.md are relative to benchmarks/, not docs/.
+        results = "```{include} ../benchmarks/RESULTS.md\n:heading-offset: 1\n:relative-images:\n```\n"
     else:
         results = (
             "*No benchmark results yet: `make bench` writes `benchmarks/RESULTS.md`, "
             "and this page includes it on the next `make docs`.*\n"
         )
-    source[0] = text.replace(CHART_MARKER, chart).replace(RESULTS_MARKER, results)
+    if "benchmark.png" in results_text:
+        chart = ""  # RESULTS.md shows the chart itself
+    elif BENCHMARK_CHART.is_file():
+        chart = "```{image} _static/benchmark.png\n:alt: Benchmark chart\n:width: 100%\n```\n"
+    else:
+        chart = "*The benchmark chart (`docs/_static/benchmark.png`) has not been generated yet.*\n"
+    source[0] = source[0].replace(CHART_MARKER, chart).replace(RESULTS_MARKER, results)
 
 
 def setup(app):
