@@ -15,9 +15,12 @@ class HitRate(RankingMetric):
 
     .. math:: \text{HitRate}@k = \frac{1}{|Q|} \sum_{q \in Q} \mathbb{1}[r_q \le k]
 
-    with :math:`r_q` the rank of the first relevant item. Arguments and defaults follow
+    with :math:`r_q` the rank of the first relevant item. Argument names and defaults follow
     :class:`ignite.metrics.HitRate` (``top_k=1``), plus ``relevance_threshold`` and ``ties`` as in
-    :class:`~ignite_ranking.MRR`, whose docstring states the tie rule and input forms.
+    :class:`~ignite_ranking.MRR`, whose docstring states the tie rule and input forms. As in MRR,
+    ``relevance_threshold`` is the third positional argument, so pass ``output_transform`` and
+    later arguments by keyword. Ignite's HitRate counts ``label > 0`` as relevant; ours uses
+    ``label >= relevance_threshold`` (the same for binary labels).
 
     Example:
         >>> import torch
