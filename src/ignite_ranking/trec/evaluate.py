@@ -189,7 +189,7 @@ def _keys(qid: np.ndarray, words: np.ndarray, seed: int, qid_bits: int) -> np.nd
     range each, which makes ``searchsorted`` several times faster than with fully hashed keys.
     """
     with np.errstate(over="ignore"):
-        h = _mix(np.full(len(qid), seed, dtype=np.uint64))
+        h = _mix(np.array([seed], dtype=np.uint64))  # broadcasts against the first word
         for j in range(words.shape[1]):
             h = _mix(h ^ words[:, j])
     return (qid.astype(np.uint64) << np.uint64(64 - qid_bits)) | (h >> np.uint64(qid_bits))
