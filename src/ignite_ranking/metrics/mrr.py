@@ -57,20 +57,5 @@ class MRR(RankingMetric):
 
     name = "mrr"
 
-    def __init__(
-        self,
-        top_k: int | list[int],
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-    ):
-        super().__init__(
-            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
-        )
-
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return scoring.reciprocal_rank(ranked, self.top_k)
