@@ -356,6 +356,7 @@ def evaluate(
             batch_depth,
             relevance_threshold=relevance_level,
             ties=kernel_ties,
+            count=False,  # num_relevant is replaced below by R from the qrels
         )
         k = ranked.depth
         ideal = np.zeros((len(qs), k), dtype=np.float64)
