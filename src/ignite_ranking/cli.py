@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("-q", "--per-query", action="store_true", help="also print each query's values")
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
+    ev.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads for ranking and scoring (default 1: the batches' ops are too small to "
+        "gain from more, and lose much on a busy machine)",
+    )
     bar = ev.add_mutually_exclusive_group()
     bar.add_argument(
         "--progress", dest="progress", action="store_true", default=None, help="always show progress"
@@ -78,6 +85,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         missing_as_zero=args.missing_as_zero,
         batch_size=args.batch_size,
         progress=progress,
+        num_threads=args.threads,
     )
     if args.json:
         payload: dict = {"num_queries": result.num_queries, "metrics": result.means}

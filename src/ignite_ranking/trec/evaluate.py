@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import re
@@ -231,6 +232,18 @@ def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndar
     return labels
 
 
+@contextlib.contextmanager
+def _torch_threads(num_threads: int | None):
+    """Sets torch's intra-op thread count for the block (None: leave it), then restores it."""
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def evaluate(
     qrels: Qrels,
     run: Run,
@@ -241,6 +254,7 @@ def evaluate(
     missing_as_zero: bool = False,
     batch_size: int = 2048,
     progress: bool = False,
+    num_threads: int | None = 1,
 ) -> EvaluationResult:
     """Evaluates ``run`` against ``qrels``; see the module docstring for the rules.
 
@@ -256,6 +270,10 @@ def evaluate(
         missing_as_zero: count qrels queries that the run lacks as 0 (``trec_eval -c``).
         batch_size: queries per padded batch.
         progress: show a tqdm progress bar on stderr.
+        num_threads: torch intra-op threads while ranking and scoring (restored afterwards);
+            None keeps torch's setting. One is the default because each batch's tensor ops are
+            too small to repay OpenMP's synchronisation: on a busy 2-core machine, torch's
+            default of two threads made evaluation twice as slow.
 
     Raises:
         ValueError: an unknown metric or tie policy, duplicates, or no query to evaluate.
@@ -314,79 +332,82 @@ def evaluate(
 
         batches = tqdm(batches, desc="evaluating", unit="batch", leave=False)
     score_dtype = np.float32 if ties == "trec" else np.float64
-    for b0 in batches:
-        qs = evaluated[b0 : b0 + batch_size]
-        lens, starts = count[qs], start[qs]
-        r = num_relevant[qs]
-        batch_depth = max(depth, int(r.max())) if needs_r else depth
-        positives = int(r.max())
-        width = max(int(lens.max()), min(batch_depth, positives))
-        n = int(lens.sum())
-        row = np.repeat(np.arange(len(qs)), lens)
-        within = np.arange(n) - np.repeat(np.cumsum(lens) - lens, lens)
-        src = np.repeat(starts, lens) + within
-        if ties == "trec":
-            words = _words(docno[src])
-            grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
-            grid[:, row, within] = words.T
-            by_docno = np.lexsort(grid[::-1], axis=-1)
-            src_grid = np.zeros((len(qs), width), dtype=np.int64)
-            src_grid[row, within] = src
-            src = np.take_along_axis(src_grid, by_docno, axis=1)[row, within]
-            sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
-            same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
-            same &= np.arange(1, width)[None, :] < lens[:, None]
-            if same.any():
-                i, j = map(int, np.argwhere(same)[0])
-                dup = docno[np.take_along_axis(src_grid, by_docno, axis=1)[i, j]]
-                raise ValueError(
-                    f"run: document {dup.decode(errors='replace')!r} appears twice for query "
-                    f"{qrels.qids[qs[i]]!r}"
+    with _torch_threads(num_threads):
+        for b0 in batches:
+            qs = evaluated[b0 : b0 + batch_size]
+            lens, starts = count[qs], start[qs]
+            r = num_relevant[qs]
+            batch_depth = max(depth, int(r.max())) if needs_r else depth
+            positives = int(r.max())
+            width = max(int(lens.max()), min(batch_depth, positives))
+            n = int(lens.sum())
+            row = np.repeat(np.arange(len(qs)), lens)
+            within = np.arange(n) - np.repeat(np.cumsum(lens) - lens, lens)
+            src = np.repeat(starts, lens) + within
+            if ties == "trec":
+                words = _words(docno[src])
+                grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
+                grid[:, row, within] = words.T
+                by_docno = np.lexsort(grid[::-1], axis=-1)
+                src_grid = np.zeros((len(qs), width), dtype=np.int64)
+                src_grid[row, within] = src
+                src = np.take_along_axis(src_grid, by_docno, axis=1)[row, within]
+                sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
+                same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
+                same &= np.arange(1, width)[None, :] < lens[:, None]
+                if same.any():
+                    i, j = map(int, np.argwhere(same)[0])
+                    dup = docno[np.take_along_axis(src_grid, by_docno, axis=1)[i, j]]
+                    raise ValueError(
+                        f"run: document {dup.decode(errors='replace')!r} appears twice for query "
+                        f"{qrels.qids[qs[i]]!r}"
+                    )
+            col = within + (width - lens)[row] if pad_left else within
+            s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
+            s[row, col] = score[src]
+            if kernel_ties not in ("first", "last"):
+                s[row, col] = np.maximum(s[row, col], np.finfo(score_dtype).min)
+            y = np.zeros((len(qs), width), dtype=np.int64)
+            y[row, col] = labels[src]
+            ranked = rank_batch(
+                torch.from_numpy(s),
+                torch.from_numpy(y),
+                batch_depth,
+                relevance_threshold=relevance_level,
+                ties=kernel_ties,
+                count=False,  # num_relevant is replaced below by R from the qrels
+            )
+            k = ranked.depth
+            ideal = np.zeros((len(qs), k), dtype=np.float64)
+            take = np.minimum(np.bincount(qrels.qid, minlength=num_q)[qs], k)
+            irow = np.repeat(np.arange(len(qs)), take)
+            icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+            ideal[irow, icol] = judged_rel[judged_start[qs][irow] + icol]
+            ideal_t = torch.from_numpy(ideal)
+            ranked = dataclasses.replace(
+                ranked,
+                num_relevant=torch.from_numpy(r.astype(np.float64)),
+                ideal_labels=ideal_t,
+                ideal_relevant=(ideal_t >= relevance_level).to(torch.float64),
+                _gain_cache={},
+            )
+            results = {}
+            for family, ks in cutoffs.items():
+                if family == "r_precision":
+                    values = scoring.r_precision(ranked)
+                elif family == "ndcg":
+                    values = scoring.ndcg(ranked, ks, "linear_rank")
+                elif family == "ndcg_burges":
+                    values = scoring.ndcg(ranked, ks, "exp_rank")
+                else:
+                    values = getattr(scoring, family)(ranked, ks)
+                results[family] = values.numpy()
+            for m, spec in enumerate(specs):
+                ks = cutoffs[spec.family]
+                column = (
+                    ks.index(spec.k if spec.k is not None else whole) if spec.family != "r_precision" else 0
                 )
-        col = within + (width - lens)[row] if pad_left else within
-        s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
-        s[row, col] = score[src]
-        if kernel_ties not in ("first", "last"):
-            s[row, col] = np.maximum(s[row, col], np.finfo(score_dtype).min)
-        y = np.zeros((len(qs), width), dtype=np.int64)
-        y[row, col] = labels[src]
-        ranked = rank_batch(
-            torch.from_numpy(s),
-            torch.from_numpy(y),
-            batch_depth,
-            relevance_threshold=relevance_level,
-            ties=kernel_ties,
-            count=False,  # num_relevant is replaced below by R from the qrels
-        )
-        k = ranked.depth
-        ideal = np.zeros((len(qs), k), dtype=np.float64)
-        take = np.minimum(np.bincount(qrels.qid, minlength=num_q)[qs], k)
-        irow = np.repeat(np.arange(len(qs)), take)
-        icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-        ideal[irow, icol] = judged_rel[judged_start[qs][irow] + icol]
-        ideal_t = torch.from_numpy(ideal)
-        ranked = dataclasses.replace(
-            ranked,
-            num_relevant=torch.from_numpy(r.astype(np.float64)),
-            ideal_labels=ideal_t,
-            ideal_relevant=(ideal_t >= relevance_level).to(torch.float64),
-            _gain_cache={},
-        )
-        results = {}
-        for family, ks in cutoffs.items():
-            if family == "r_precision":
-                values = scoring.r_precision(ranked)
-            elif family == "ndcg":
-                values = scoring.ndcg(ranked, ks, "linear_rank")
-            elif family == "ndcg_burges":
-                values = scoring.ndcg(ranked, ks, "exp_rank")
-            else:
-                values = getattr(scoring, family)(ranked, ks)
-            results[family] = values.numpy()
-        for m, spec in enumerate(specs):
-            ks = cutoffs[spec.family]
-            column = ks.index(spec.k if spec.k is not None else whole) if spec.family != "r_precision" else 0
-            out[b0 : b0 + len(qs), m] = results[spec.family][:, column]
+                out[b0 : b0 + len(qs), m] = results[spec.family][:, column]
 
     queries = [qrels.qids[q] for q in evaluated]
     if missing_as_zero:
