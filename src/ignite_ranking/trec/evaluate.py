@@ -341,34 +341,38 @@ def evaluate(
             positives = int(r.max())
             width = max(int(lens.max()), min(batch_depth, positives))
             n = int(lens.sum())
-            row = np.repeat(np.arange(len(qs)), lens)
-            within = np.arange(n) - np.repeat(np.cumsum(lens) - lens, lens)
-            src = np.repeat(starts, lens) + within
+            # Real cells of the (batch, width) grid, left-aligned; boolean-mask indexing visits them
+            # in row-major order, i.e. query by query in run order, like ``src`` (faster than
+            # indexing with (row, column) arrays).
+            cells = np.arange(width) < lens[:, None]
+            src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
             if ties == "trec":
                 words = _words(docno[src])
                 grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
-                grid[:, row, within] = words.T
+                grid[:, cells] = words.T
                 by_docno = np.lexsort(grid[::-1], axis=-1)
                 src_grid = np.zeros((len(qs), width), dtype=np.int64)
-                src_grid[row, within] = src
-                src = np.take_along_axis(src_grid, by_docno, axis=1)[row, within]
+                src_grid[cells] = src
+                src_grid = np.take_along_axis(src_grid, by_docno, axis=1)
+                src = src_grid[cells]
                 sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
                 same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
                 same &= np.arange(1, width)[None, :] < lens[:, None]
                 if same.any():
                     i, j = map(int, np.argwhere(same)[0])
-                    dup = docno[np.take_along_axis(src_grid, by_docno, axis=1)[i, j]]
                     raise ValueError(
-                        f"run: document {dup.decode(errors='replace')!r} appears twice for query "
-                        f"{qrels.qids[qs[i]]!r}"
+                        f"run: document {docno[src_grid[i, j]].decode(errors='replace')!r} appears "
+                        f"twice for query {qrels.qids[qs[i]]!r}"
                     )
-            col = within + (width - lens)[row] if pad_left else within
-            s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
-            s[row, col] = score[src]
+            # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
+            placed = cells[:, ::-1] if pad_left else cells
+            values = score[src].astype(score_dtype)
             if kernel_ties not in ("first", "last"):
-                s[row, col] = np.maximum(s[row, col], np.finfo(score_dtype).min)
+                values = np.maximum(values, np.finfo(score_dtype).min)
+            s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
+            s[placed] = values
             y = np.zeros((len(qs), width), dtype=np.int64)
-            y[row, col] = labels[src]
+            y[placed] = labels[src]
             ranked = rank_batch(
                 torch.from_numpy(s),
                 torch.from_numpy(y),

@@ -332,7 +332,10 @@ def _parse_block(
     what: str,
     integer: bool,
 ):
-    """``(qid_matrix, docno, values, tag)`` of one block, or None for a block of blank lines."""
+    """``(qid_matrix, docno, values, tag)`` of one block, or None for a block of blank lines.
+
+    ``tag`` is the first row's last column (the run tag; unused for qrels).
+    """
     buf, starts, ends, lines = _tokenize(block, ncols, name, first_line, expected)
     if not len(lines):
         return None
@@ -362,8 +365,9 @@ def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: b
         values.append(value)
 
     # Blocks are parsed on a thread pool (numpy releases the GIL in the heavy steps) while the
-    # next ones are read; results are collected in file order, so the first error in the file is
-    # the one raised. A few blocks in flight per worker bound the memory.
+    # next ones are read; results are collected in file order (qids are interned in order of first
+    # appearance, and the first malformed line is the one reported). A few blocks in flight per
+    # worker bound the memory.
     workers = os.cpu_count() or 1
     pending: deque[Future] = deque()
     with ThreadPoolExecutor(max_workers=workers) as pool:
