@@ -223,12 +223,19 @@ def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndar
     rkeys = _keys(run_qid, run_words, seed, qid_bits)
     if sorted_keys.size == 0:
         return np.zeros(len(run_qid), dtype=np.int64)
-    pos = np.minimum(np.searchsorted(sorted_keys, rkeys), len(sorted_keys) - 1)
-    hit = sorted_keys[pos] == rkeys
-    idx = order[pos[hit]]
-    same = (qrels.qid[idx] == run_qid[hit]) & (qrels.docno[idx] == run_docno[hit])
+    # Most run rows are not judged: a bitmap over the keys' low (hash) bits, 8+ slots per judgement
+    # and small enough to stay in cache, rules most of them out before the binary search.
+    mask = np.uint64((1 << max(16, (8 * len(sorted_keys)).bit_length())) - 1)
+    maybe_judged = np.zeros(int(mask) + 1, dtype=bool)
+    maybe_judged[sorted_keys & mask] = True
+    candidates = np.flatnonzero(maybe_judged[rkeys & mask])
+    ckeys = rkeys[candidates]
+    pos = np.minimum(np.searchsorted(sorted_keys, ckeys), len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == ckeys
+    rows, idx = candidates[hit], order[pos[hit]]
+    same = (qrels.qid[idx] == run_qid[rows]) & (qrels.docno[idx] == run_docno[rows])
     labels = np.zeros(len(run_qid), dtype=np.int64)
-    labels[np.flatnonzero(hit)[same]] = qrels.rel[idx[same]]
+    labels[rows[same]] = qrels.rel[idx[same]]
     return labels
 
 
