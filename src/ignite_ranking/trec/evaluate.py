@@ -357,7 +357,13 @@ def evaluate(
                 words = _words(docno[src])
                 grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
                 grid[:, cells] = words.T
-                by_docno = np.lexsort(grid[::-1], axis=-1)
+                if grid.shape[0] == 1 and not (words == np.iinfo(np.uint64).max).any():
+                    # Docnos of one word, none equal to the padding: a row's real words are
+                    # distinct (duplicates are refused below), so the faster unstable sort gives
+                    # the same order, with padding last.
+                    by_docno = np.argsort(grid[0], axis=-1)
+                else:
+                    by_docno = np.lexsort(grid[::-1], axis=-1)
                 src_grid = np.zeros((len(qs), width), dtype=np.int64)
                 src_grid[cells] = src
                 src_grid = np.take_along_axis(src_grid, by_docno, axis=1)
