@@ -169,16 +169,28 @@ def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: st
     if solid[0]:
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]
-    newline_at = np.flatnonzero(buf == 10)
     if len(starts) % ncols == 0:
         starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
+        # The usual layout: the block starts with a token and every token is followed by exactly
+        # one separator byte, a newline after the last column and no newline elsewhere. Then rows
+        # are lines, one after another, and looking at those bytes is enough.
+        if (
+            len(starts)
+            and starts[0, 0] == 0
+            and np.array_equal(edges[2::2], edges[1:-1:2] + 1)
+            and bool(np.all(buf[ends[:, -1]] == 10))
+            and not bool(np.any(buf[ends[:, :-1]] == 10))
+        ):
+            return buf, starts, ends, np.arange(len(starts))
         # The line of offset p is the number of line breaks before it. A row is well formed when
         # its first and last token sit on one line and the next row starts on a later line.
+        newline_at = np.flatnonzero(buf == 10)
         lines = np.searchsorted(newline_at, starts[:, 0])
         last = np.searchsorted(newline_at, ends[:, -1] - 1)
         if np.array_equal(lines, last) and bool(np.all(lines[1:] > lines[:-1])):
             return buf, starts, ends, lines
         starts, ends = starts.ravel(), ends.ravel()
+    newline_at = np.flatnonzero(buf == 10)
     counts = np.bincount(np.searchsorted(newline_at, starts), minlength=len(newline_at))
     bad = np.flatnonzero((counts != 0) & (counts != ncols))
     index = int(bad[0])
