@@ -146,15 +146,18 @@ def rank_batch(
             all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
-    if count or cover_relevant:
+    num_relevant = None
+    if cover_relevant:
         num_relevant = count_relevant(y, relevance_threshold)
-    elif y.shape[1]:
-        num_relevant = (labels.amax(dim=1) >= threshold).to(torch.float64)
-    else:
-        num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
-    if cover_relevant and num_relevant.numel():
-        depth = max(depth, int(num_relevant.max().item()))
-    depth = min(depth, y_pred.shape[1])
+        if num_relevant.numel():
+            depth = max(depth, int(num_relevant.max().item()))
+    depth = min(depth, y.shape[1])
+    best = None
+    if ideal:
+        # One label more than the depth shows which rows have relevant items beyond it.
+        best = torch.topk(labels, min(depth + 1, y.shape[1]), dim=1).values
+    if num_relevant is None:
+        num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     indices, crossing = _select(y_pred, depth, ties, labels)
     ranked_labels = labels.gather(1, indices)
     relevant = ranked_labels >= threshold
@@ -163,8 +166,8 @@ def rank_batch(
         relevant=relevant.to(torch.float64),
         num_relevant=num_relevant,
     )
-    if ideal:
-        best = torch.topk(labels, depth, dim=1).values
+    if best is not None:
+        best = best[:, :depth]
         batch.ideal_labels = best.to(torch.float64)
         batch.ideal_relevant = (best >= threshold).to(torch.float64)
     if ties == "average":
@@ -172,3 +175,27 @@ def rank_batch(
         batch.blocks = blocks
         batch.relevant = blocks.relevant / blocks.size
     return batch
+
+
+def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
+    """``num_relevant`` of :func:`rank_batch`, as cheaply as what is already known allows.
+
+    With the row's largest labels at hand (``best``, ``depth + 1`` of them unless the row is
+    shorter), the count is read off them for every row whose relevant items they all show, and
+    only the other rows are counted in full.
+    """
+    if best is not None:
+        flags = best >= threshold
+        counts = flags.sum(dim=1).to(torch.float64)
+        if not count:
+            return (counts > 0).to(torch.float64)
+        if best.shape[1] > depth:
+            beyond = flags[:, depth].nonzero().squeeze(1)
+            if beyond.numel():
+                counts[beyond] = count_relevant(y[beyond], relevance_threshold)
+        return counts
+    if count:
+        return count_relevant(y, relevance_threshold)
+    if y.shape[1]:
+        return (labels.amax(dim=1) >= threshold).to(torch.float64)
+    return torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
