@@ -165,9 +165,12 @@ def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: st
     """
     buf = np.frombuffer(block, dtype=np.uint8)
     solid = buf > 32
-    edges = np.flatnonzero(solid[1:] != solid[:-1]) + 1
-    if solid[0]:
-        edges = np.concatenate(([0], edges))
+    # edges: the offsets where a token starts or ends (solid[i] != solid[i - 1], with solid[-1]
+    # taken as False), found in one pass without shifting or prepending to the large index array.
+    change = np.empty(len(buf), dtype=bool)
+    change[0] = solid[0]
+    np.not_equal(solid[1:], solid[:-1], out=change[1:])
+    edges = np.flatnonzero(change)
     starts, ends = edges[0::2], edges[1::2]
     if len(starts) % ncols == 0:
         starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
