@@ -100,9 +100,13 @@ class RankingMetric(Metric):
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid)."""
         values = self.score(ranked)
         if self.ignore_zero_hits:
-            values = values[ranked.num_relevant > 0]
+            # A mask, not indexing, so that no host synchronization is needed.
+            counted = ranked.num_relevant > 0
+            values = torch.where(counted[:, None], values, torch.zeros_like(values))
+            self._num_examples += counted.sum().to(self._device)
+        else:
+            self._num_examples += values.shape[0]
         self._sum_per_k += values.sum(dim=0).to(self._device)
-        self._num_examples += values.shape[0]
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float] | float:
