@@ -62,8 +62,19 @@ def query_values(
     gain_function: str = "exp_rank",
 ) -> list[float]:
     """The values of one query, one per cutoff in ascending order (one value for r_precision)."""
-    order = rank_order(scores, ties)
-    ranked = [labels[i] for i in order]
+    ranked = [labels[i] for i in rank_order(scores, ties)]
+    return ranked_values(ranked, metric, top_k, relevance_threshold, gain_function)
+
+
+def ranked_values(
+    ranked: Sequence[float],
+    metric: str,
+    top_k: Iterable[int] | None,
+    relevance_threshold: float = 1.0,
+    gain_function: str = "exp_rank",
+) -> list[float]:
+    """The values of one query given all its labels in ranked order."""
+    labels = ranked
     rel = [label >= relevance_threshold for label in ranked]
     num_rel = sum(rel)
     n = len(ranked)

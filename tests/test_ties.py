@@ -7,69 +7,36 @@ import math
 
 import pytest
 import torch
+from reference import functional_values, ranked_values
 
 from ignite_ranking import MRR, NDCG, RankingMetrics, Recall
 from ignite_ranking import functional as F
 
-CUTOFF_SCORERS = {
-    "rr": F.reciprocal_rank,
-    "hit": F.hit_rate,
-    "p": F.precision,
-    "r": F.recall,
-    "ap": F.average_precision,
-}
+METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision"]
 
 
-def values_of_order(labels, threshold, cutoffs, gain_function):
-    """Every metric of one full ranking, given the labels in ranked order (plain Python)."""
-    relevant = [label >= threshold for label in labels]
-    total = sum(relevant)
-    first = next((i + 1 for i, r in enumerate(relevant) if r), None)
-    gains = [
-        (2.0**label - 1.0 if gain_function == "exp_rank" else label) if r else 0.0
-        for label, r in zip(labels, relevant, strict=True)
-    ]
-    ideal = sorted(gains, reverse=True)
-    out = {"rprec": sum(relevant[:total]) / total if total else 0.0}
-    for k in cutoffs:
-        hits = sum(relevant[:k])
-        ap = sum(sum(relevant[: i + 1]) / (i + 1) for i in range(min(k, len(labels))) if relevant[i])
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]))
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
-        out["rr", k] = 1.0 / first if first is not None and first <= k else 0.0
-        out["hit", k] = float(hits > 0)
-        out["p", k] = hits / k
-        out["r", k] = hits / total if total else 0.0
-        out["ap", k] = ap / total if total else 0.0
-        out["ndcg", k] = dcg / idcg if idcg > 0 else 0.0
-    return out
+def values_of_order(ranked, threshold, cutoffs, gain_function):
+    """Every metric of one full ranking, given the labels in ranked order: {metric: values}."""
+    return {name: ranked_values(ranked, name, cutoffs, threshold, gain_function) for name in METRICS}
 
 
 def mean_over_tie_orders(scores, labels, threshold, cutoffs, gain_function):
     """The mean of every metric over all orders of every block of equal scores."""
     blocks = [[i for i, s in enumerate(scores) if s == v] for v in sorted(set(scores), reverse=True)]
     orders = list(itertools.product(*(itertools.permutations(b) for b in blocks)))
-    totals: dict = {}
+    totals = {name: [0.0] * (1 if name == "r_precision" else len(cutoffs)) for name in METRICS}
     for order in orders:
         ranked = [labels[i] for block in order for i in block]
-        for key, value in values_of_order(ranked, threshold, cutoffs, gain_function).items():
-            totals[key] = totals.get(key, 0.0) + value
-    return {key: value / len(orders) for key, value in totals.items()}
+        for name, values in values_of_order(ranked, threshold, cutoffs, gain_function).items():
+            totals[name] = [t + v for t, v in zip(totals[name], values, strict=True)]
+    return {name: [t / len(orders) for t in values] for name, values in totals.items()}
 
 
 def ours(y_pred, y, cutoffs, threshold, gain_function, ties):
-    """Every metric from the functional API, keyed like :func:`values_of_order`, per row."""
-    rows = [{} for _ in range(y_pred.shape[0])]
-    for name, scorer in CUTOFF_SCORERS.items():
-        values = scorer(y_pred, y, cutoffs, threshold, ties=ties)
-        for b, row in enumerate(rows):
-            row.update({(name, k): values[b, j].item() for j, k in enumerate(cutoffs)})
-    values = F.ndcg(y_pred, y, cutoffs, threshold, gain_function, ties=ties)
-    rprec = F.r_precision(y_pred, y, threshold, ties=ties)
-    for b, row in enumerate(rows):
-        row.update({("ndcg", k): values[b, j].item() for j, k in enumerate(cutoffs)})
-        row["rprec"] = rprec[b].item()
-    return rows
+    """Every metric from the functional API, per row: [{metric: values}]."""
+    kwargs = {"ties": ties, "gain_function": gain_function}
+    per_metric = {name: functional_values(name, y_pred, y, cutoffs, threshold, **kwargs) for name in METRICS}
+    return [{name: values[b].tolist() for name, values in per_metric.items()} for b in range(y_pred.shape[0])]
 
 
 def random_tied_batch(generator, batch, num_items):
@@ -92,8 +59,8 @@ def test_average_equals_mean_over_every_order_of_every_tied_block(seed):
     got = ours(y_pred, y, cutoffs, threshold, gain_function, "average")
     for b in range(y_pred.shape[0]):
         expected = mean_over_tie_orders(y_pred[b].tolist(), y[b].tolist(), threshold, cutoffs, gain_function)
-        for key, value in expected.items():
-            assert got[b][key] == pytest.approx(value, abs=1e-12), (key, y_pred[b], y[b])
+        for name, values in expected.items():
+            assert got[b][name] == pytest.approx(values, abs=1e-12), (name, y_pred[b], y[b])
 
 
 @pytest.mark.parametrize(("ties", "label_order"), [("optimistic", -1), ("pessimistic", 1)])
@@ -106,8 +73,8 @@ def test_optimistic_and_pessimistic_order_ties_by_label_then_index(ties, label_o
     for b in range(y_pred.shape[0]):
         order = sorted(range(9), key=lambda i: (-y_pred[b, i].item(), label_order * y[b, i].item(), i))
         expected = values_of_order([y[b, i].item() for i in order], 1.0, cutoffs, "exp_rank")
-        for key, value in expected.items():
-            assert got[b][key] == pytest.approx(value, abs=1e-12), (key, y_pred[b], y[b])
+        for name, values in expected.items():
+            assert got[b][name] == pytest.approx(values, abs=1e-12), (name, y_pred[b], y[b])
 
 
 def test_optimistic_and_pessimistic_bound_the_average():
