@@ -97,3 +97,14 @@ def test_empty_file(tmp_path):
     path = tmp_path / "empty"
     path.write_text("")
     assert len(read_run(path)) == 0
+
+
+def test_qids_in_order_of_first_appearance(tmp_path):
+    # qids change on almost every line (the interner's unique-and-sort path), and sort differently
+    # as strings ("q10" < "q2") than in the file.
+    names = ["q1", "q2", "q10", "q2", "q1", "q10", "q3"]
+    path = tmp_path / "run"
+    path.write_text("".join(f"{q} Q0 d{i} {i} 1.0 t\n" for i, q in enumerate(names)))
+    run = read_run(path)
+    assert run.qids == ["q1", "q2", "q10", "q3"]
+    assert [run.qids[q] for q in run.qid] == names

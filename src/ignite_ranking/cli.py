@@ -52,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="average over every qrels query, counting those missing from the run as 0 (trec_eval -c)",
     )
-    ev.add_argument("-q", "--per-query", action="store_true", help="also print each query's values")
+    ev.add_argument(
+        "-q",
+        "--per-query",
+        action="store_true",
+        help="also print each query's values, in order of first appearance in the run",
+    )
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
     ev.add_argument(

@@ -126,7 +126,8 @@ class EvaluationResult:
 
     Attributes:
         means: metric name -> mean over the evaluated queries.
-        queries: the evaluated query ids, in the order of ``values``' rows.
+        queries: the evaluated query ids, in the order of ``values``' rows: order of first
+            appearance in the run, then (``missing_as_zero``) the qrels queries it lacks.
         values: ``(len(queries), len(metrics))`` float64 per-query values.
         metrics: the metric names, in the order of ``values``' columns.
     """
@@ -318,7 +319,9 @@ def evaluate(
     order, start, count = _segments(mapped.astype(np.int32), num_q)
     if order is not None:
         mapped, docno, score, labels = mapped[order], docno[order], score[order], labels[order]
-    evaluated = np.flatnonzero(count > 0)
+    # Evaluated queries, in order of first appearance in the run (run.qids' order).
+    evaluated = run_to_qrels[run_to_qrels >= 0]
+    evaluated = evaluated[count[evaluated] > 0]
     if evaluated.size == 0 and not missing_as_zero:
         raise ValueError("no query of the run is in the qrels; nothing to evaluate")
 

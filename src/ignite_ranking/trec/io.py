@@ -325,8 +325,11 @@ class _QidInterner:
             heads = np.concatenate(([0], change))
             segment_ids = np.array([self._id(k) for k in keys[heads].tolist()], dtype=np.int32)
             return np.repeat(segment_ids, np.diff(np.concatenate((heads, [n]))))
-        unique, inverse = np.unique(keys, return_inverse=True)
-        unique_ids = np.array([self._id(k) for k in unique.tolist()], dtype=np.int32)
+        # np.unique sorts the keys; number them in order of first appearance instead.
+        unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        by_appearance = np.argsort(first)
+        unique_ids = np.empty(len(unique), dtype=np.int32)
+        unique_ids[by_appearance] = [self._id(k) for k in unique[by_appearance].tolist()]
         return unique_ids[inverse.ravel()]
 
     def _id(self, key: bytes) -> int:
