@@ -108,3 +108,16 @@ def test_qids_in_order_of_first_appearance(tmp_path):
     run = read_run(path)
     assert run.qids == ["q1", "q2", "q10", "q3"]
     assert [run.qids[q] for q in run.qid] == names
+
+
+def test_plain_and_exponent_scores_in_one_block(tmp_path):
+    # Plain decimals take the fast parser; the others, in the same block, the general one or float().
+    rng = np.random.default_rng(2)
+    plain = [
+        round(float(s), int(k))
+        for s, k in zip(rng.normal(size=200) * 100, rng.integers(0, 12, 200), strict=True)
+    ]
+    tokens = [repr(s) for s in plain] + ["1e-3", "-2.5E+10", "123456789012345678901", "inf", "+.5", "7."]
+    path = tmp_path / "run"
+    path.write_text("".join(f"q Q0 d{i} {i} {token} t\n" for i, token in enumerate(tokens)))
+    assert read_run(path).score.tolist() == [float(token) for token in tokens]

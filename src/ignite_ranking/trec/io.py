@@ -229,7 +229,47 @@ def _as_bytes(matrix: np.ndarray) -> np.ndarray:
 def _parse_numbers(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parses decimal numbers exactly; returns ``(values, done)``, ``done`` False where it could not.
 
-    The fast path takes ``[+-]digits[.digits][(e|E)[+-]digits]`` with at most 18 digits of
+    Most tokens are plain decimals, ``[+-]digits[.digits]``: those are read here with a few
+    operations per column; the others (exponents, lone signs...) go through
+    :func:`_parse_general`. ``matrix`` is ``(n, width)`` uint8, zero-padded on the right (a token
+    holds no zero byte, so zeros are padding only).
+    """
+    n, width = matrix.shape
+    columns = np.ascontiguousarray(matrix.T)
+    mantissa = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int32)
+    fraction = np.zeros(n, dtype=np.int32)
+    seen_dot = np.zeros(n, dtype=bool)
+    plain = (columns[0] == 45) | (columns[0] == 43)  # bytes that are not digits, dots or padding
+    plain |= columns[0] - np.uint8(48) < 10
+    plain |= columns[0] == 46
+    for j in range(width):
+        ch = columns[j]
+        value = ch - np.uint8(48)
+        is_digit = value < 10
+        is_dot = ch == 46
+        if j:
+            plain &= is_digit | (ch == 0) | (is_dot & ~seen_dot)
+        mantissa = np.where(is_digit, mantissa * 10 + value, mantissa)
+        digits += is_digit
+        fraction += is_digit & seen_dot
+        seen_dot |= is_dot
+    # Clinger's fast path: with at most 18 digits (no int64 overflow), a mantissa below 2**53 and
+    # at most 22 fraction digits, mantissa and 10**fraction are exact doubles and one division
+    # rounds correctly, as strtod does.
+    done = plain & (digits >= 1) & (digits <= 18) & (mantissa < 2**53) & (fraction <= 22)
+    values = mantissa / _POW10[np.minimum(fraction, 22)]
+    values = np.where(columns[0] == 45, -values, values)
+    other = np.flatnonzero(~done)
+    if other.size:
+        values[other], done[other] = _parse_general(matrix[other])
+    return values, done
+
+
+def _parse_general(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_parse_numbers` for any layout, exponents included (slower: more work per column).
+
+    It takes ``[+-]digits[.digits][(e|E)[+-]digits]`` with at most 18 digits of
     mantissa and a decimal exponent within what ``float64`` holds exactly: the integer mantissa and
     a power of ten are then both exact and one multiplication or division rounds correctly, as
     ``strtod`` does (Clinger's fast path). ``matrix`` is ``(n, width)`` uint8, zero-padded.
