@@ -43,6 +43,7 @@ __all__ = ["Qrels", "Run", "open_trec_file", "read_qrels", "read_run"]
 
 _BLOCK = 8 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
+_PAD = 64  # readable bytes after each block, see _gather
 _POW10 = 10.0 ** np.arange(23)
 # _BYTE_MASKS[i] keeps the first i bytes (in memory order) of a little-endian uint64.
 _BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype="<u8")
@@ -107,8 +108,12 @@ def open_trec_file(path: str | os.PathLike):
     return raw, raw
 
 
-def _blocks(path, progress: bool) -> Iterator[tuple[bytes, int]]:
-    """Yields ``(block, first_line_number)``; each block holds whole lines and ends with ``\\n``."""
+def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
+    """Yields ``(padded, size, first_line_number)``: a block of whole lines, ``padded[:size]``.
+
+    The block ends with ``\\n`` and is followed by at least ``_PAD`` readable bytes (of any value)
+    for :func:`_gather`. The file is read straight into each block's own buffer: no other copy.
+    """
     stream, raw = open_trec_file(path)
     bar = None
     if progress:
@@ -122,28 +127,27 @@ def _blocks(path, progress: bool) -> Iterator[tuple[bytes, int]]:
             leave=False,
         )
     line = 1
-    rest = b""
+    rest = b""  # the unfinished last line of the previous read
     try:
         while True:
+            buffer = bytearray(len(rest) + _BLOCK + _PAD)
+            buffer[: len(rest)] = rest
             try:
-                data = stream.read(_BLOCK)
+                got = stream.readinto(memoryview(buffer)[len(rest) : len(rest) + _BLOCK])
             except (OSError, EOFError) as err:
                 raise ValueError(f"{os.fspath(path)}: cannot read the file: {err}") from err
             if bar is not None:
                 bar.update(raw.tell() - bar.n)
-            if not data:
+            if not got:
                 break
-            data = rest + data
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            rest = data[cut:]
-            block = data[:cut]
-            yield block, line
-            line += block.count(b"\n")
+            filled = len(rest) + got
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            rest = bytes(buffer[cut:filled])
+            if cut:
+                yield np.frombuffer(buffer, dtype=np.uint8), cut, line
+                line += buffer.count(b"\n", 0, cut)
         if rest:
-            yield rest + b"\n", line
+            yield np.frombuffer(rest + b"\n" + bytes(_PAD), dtype=np.uint8), len(rest) + 1, line
     finally:
         if bar is not None:
             bar.close()
@@ -151,19 +155,45 @@ def _blocks(path, progress: bool) -> Iterator[tuple[bytes, int]]:
         raw.close()
 
 
-def _line_text(block: bytes, index: int) -> str:
-    lines = block.split(b"\n")
+def _line_text(buf: np.ndarray, index: int) -> str:
+    lines = buf.tobytes().split(b"\n")
     return lines[index].decode("utf-8", "replace").rstrip("\r")
 
 
-def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: str):
+def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str):
     """Token boundaries of a block whose lines must all have ``ncols`` tokens (or none).
 
     Returns:
-        ``(buf, starts, ends, lines)``: the block as uint8, ``(n, ncols)`` start and end offsets
-        of each token, and the 0-based line index (in the block) of each of the n rows.
+        ``(starts, ends, lines)``: ``(n, ncols)`` start and end offsets of each token, and the
+        0-based line index (in the block) of each of the n rows.
     """
-    buf = np.frombuffer(block, dtype=np.uint8)
+    separators = np.flatnonzero(buf <= 32)
+    if len(separators) % ncols == 0 and _one_separator_each(buf, separators, ncols):
+        # Rows are lines, one after another: each token ends at a separator and starts one byte
+        # after the previous token's end (the first at 0).
+        ends = separators.reshape(-1, ncols)
+        starts = np.empty_like(ends)
+        starts[:, 1:] = ends[:, :-1] + 1
+        starts[0, 0] = 0
+        starts[1:, 0] = ends[:-1, -1] + 1
+        return starts, ends, np.arange(len(ends))
+    return _tokenize_general(buf, ncols, name, first_line, expected)
+
+
+def _one_separator_each(buf: np.ndarray, separators: np.ndarray, ncols: int) -> bool:
+    """Whether the block has the usual layout: it starts with a token, every token is followed by
+    exactly one separator, a newline after every ``ncols``-th token and nowhere else."""
+    if not len(separators) or separators[0] == 0:
+        return False
+    if not bool(np.all(separators[1:] > separators[:-1] + 1)):  # two separators in a row
+        return False
+    # The newlines are all at row ends iff every row ends with one and there are no others.
+    line_ends = separators[ncols - 1 :: ncols]
+    return bool(np.all(buf[line_ends] == 10)) and np.count_nonzero(buf == 10) == len(line_ends)
+
+
+def _tokenize_general(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str):
+    """:func:`_tokenize` for any layout (blank lines, runs of separators, ``\\r\\n``...)."""
     solid = buf > 32
     # edges: the offsets where a token starts or ends (solid[i] != solid[i - 1], with solid[-1]
     # taken as False), found in one pass without shifting or prepending to the large index array.
@@ -172,48 +202,38 @@ def _tokenize(block: bytes, ncols: int, name: str, first_line: int, expected: st
     np.not_equal(solid[1:], solid[:-1], out=change[1:])
     edges = np.flatnonzero(change)
     starts, ends = edges[0::2], edges[1::2]
+    newline_at = np.flatnonzero(buf == 10)
     if len(starts) % ncols == 0:
-        starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
-        # The usual layout: the block starts with a token and every token is followed by exactly
-        # one separator byte, a newline after the last column and no newline elsewhere. Then rows
-        # are lines, one after another, and looking at those bytes is enough.
-        if (
-            len(starts)
-            and starts[0, 0] == 0
-            and np.array_equal(edges[2::2], edges[1:-1:2] + 1)
-            and bool(np.all(buf[ends[:, -1]] == 10))
-            and not bool(np.any(buf[ends[:, :-1]] == 10))
-        ):
-            return buf, starts, ends, np.arange(len(starts))
         # The line of offset p is the number of line breaks before it. A row is well formed when
         # its first and last token sit on one line and the next row starts on a later line.
-        newline_at = np.flatnonzero(buf == 10)
+        starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
         lines = np.searchsorted(newline_at, starts[:, 0])
         last = np.searchsorted(newline_at, ends[:, -1] - 1)
         if np.array_equal(lines, last) and bool(np.all(lines[1:] > lines[:-1])):
-            return buf, starts, ends, lines
-        starts, ends = starts.ravel(), ends.ravel()
-    newline_at = np.flatnonzero(buf == 10)
+            return starts, ends, lines
+        starts = starts.ravel()
     counts = np.bincount(np.searchsorted(newline_at, starts), minlength=len(newline_at))
     bad = np.flatnonzero((counts != 0) & (counts != ncols))
     index = int(bad[0])
     raise ValueError(
         f"{name}:{first_line + index}: expected {ncols} whitespace-separated columns "
-        f"({expected}), got {int(counts[index])}: {_line_text(block, index)!r}"
+        f"({expected}), got {int(counts[index])}: {_line_text(buf, index)!r}"
     )
 
 
-def _gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``(n, width)`` uint8 matrix of tokens, zero-padded on the right.
+def _gather(padded: np.ndarray, size: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``(n, width)`` uint8 matrix of tokens of the block ``padded[:size]``, zero-padded on the right.
 
     Loads each token as little-endian 8-byte words from an unaligned, 1-byte-strided uint64 view
-    of the (zero-padded) buffer, masking off the bytes past its end: one gather per 8 bytes of
-    width instead of one per byte, about 3x faster.
+    of the buffer, masking off the bytes past its end: one gather per 8 bytes of width instead of
+    one per byte, about 3x faster. The words of a token near the block's end reach into the bytes
+    after it, hence ``_PAD`` (or, for wider tokens, a zero-padded copy).
     """
     lengths = ends - starts
     width = int(lengths.max()) if lengths.size else 1
     num_words = -(-width // 8)
-    padded = np.concatenate((buf, np.zeros(8 * num_words, dtype=np.uint8)))
+    if len(padded) - size < 8 * num_words:
+        padded = np.concatenate((padded[:size], np.zeros(8 * num_words, dtype=np.uint8)))
     words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     out = np.empty((len(starts), num_words), dtype="<u8")
     for j in range(num_words):
@@ -322,7 +342,7 @@ def _parse_general(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, ok
 
 
-def _numbers(matrix, name, first_line, lines, block, what: str, integer: bool) -> np.ndarray:
+def _numbers(matrix, name, first_line, lines, buf, what: str, integer: bool) -> np.ndarray:
     values, done = _parse_numbers(matrix)
     for i in np.flatnonzero(~done):
         token = bytes(matrix[i][matrix[i] != 0]).decode("utf-8", "replace")
@@ -334,7 +354,7 @@ def _numbers(matrix, name, first_line, lines, block, what: str, integer: bool) -
         if math.isnan(value):
             raise ValueError(
                 f"{name}:{first_line + int(lines[i])}: {what} must be a number, got {token!r}: "
-                f"{_line_text(block, int(lines[i]))!r}"
+                f"{_line_text(buf, int(lines[i]))!r}"
             )
     if integer:
         wrong = np.flatnonzero(values != np.round(values))
@@ -343,7 +363,7 @@ def _numbers(matrix, name, first_line, lines, block, what: str, integer: bool) -
             raise ValueError(
                 f"{name}:{first_line + int(lines[i])}: {what} must be an integer, got "
                 f"{bytes(matrix[i][matrix[i] != 0]).decode('utf-8', 'replace')!r}: "
-                f"{_line_text(block, int(lines[i]))!r}"
+                f"{_line_text(buf, int(lines[i]))!r}"
             )
     return values
 
@@ -381,7 +401,8 @@ class _QidInterner:
 
 
 def _parse_block(
-    block: bytes,
+    padded: np.ndarray,
+    size: int,
     first_line: int,
     ncols: int,
     value_col: int,
@@ -390,18 +411,20 @@ def _parse_block(
     what: str,
     integer: bool,
 ):
-    """``(qid_matrix, docno, values, tag)`` of one block, or None for a block of blank lines.
+    """``(qid_matrix, docno, values, tag)`` of the block ``padded[:size]``, or None if it is blank.
 
-    ``tag`` is the first row's last column (the run tag; unused for qrels).
+    ``tag`` is the first row's last column (the run tag; unused for qrels). Only the columns that
+    are kept are gathered; the others are only counted.
     """
-    buf, starts, ends, lines = _tokenize(block, ncols, name, first_line, expected)
+    buf = padded[:size]
+    starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected)
     if not len(lines):
         return None
-    tag = bytes(buf[starts[0, -1] : ends[0, -1]]).decode("utf-8", "replace")
-    qid_matrix = _gather(buf, starts[:, 0], ends[:, 0])
-    docno = _as_bytes(_gather(buf, starts[:, 2], ends[:, 2]))
-    matrix = _gather(buf, starts[:, value_col], ends[:, value_col])
-    values = _numbers(matrix, name, first_line, lines, block, what, integer)
+    tag = buf[starts[0, -1] : ends[0, -1]].tobytes().decode("utf-8", "replace")
+    qid_matrix = _gather(padded, size, starts[:, 0], ends[:, 0])
+    docno = _as_bytes(_gather(padded, size, starts[:, 2], ends[:, 2]))
+    matrix = _gather(padded, size, starts[:, value_col], ends[:, value_col])
+    values = _numbers(matrix, name, first_line, lines, buf, what, integer)
     return qid_matrix, docno, values, tag
 
 
@@ -430,10 +453,19 @@ def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: b
     pending: deque[Future] = deque()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            for block, first_line in _blocks(path, progress):
+            for padded, size, first_line in _blocks(path, progress):
                 pending.append(
                     pool.submit(
-                        _parse_block, block, first_line, ncols, value_col, name, expected, what, integer
+                        _parse_block,
+                        padded,
+                        size,
+                        first_line,
+                        ncols,
+                        value_col,
+                        name,
+                        expected,
+                        what,
+                        integer,
                     )
                 )
                 if len(pending) > 2 * workers:
