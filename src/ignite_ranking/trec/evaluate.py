@@ -37,8 +37,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -276,7 +278,8 @@ def evaluate(
         ties: ``"trec"`` (trec_eval's order), or a kernel policy (``"first"``, ``"last"``: file
             order among equal scores; see ``ignite_ranking.kernels.TIE_POLICIES``).
         missing_as_zero: count qrels queries that the run lacks as 0 (``trec_eval -c``).
-        batch_size: queries per padded batch.
+        batch_size: at most this many queries per padded batch (fewer when that gives each thread
+            several batches).
         progress: show a tqdm progress bar on stderr.
         num_threads: torch intra-op threads while ranking and scoring (restored afterwards);
             None keeps torch's setting. One is the default because each batch's tensor ops are
@@ -334,100 +337,106 @@ def evaluate(
     cutoffs = {f: sorted(set(ks)) for f, ks in cutoffs.items()}
     depth = max((max(ks) for f, ks in cutoffs.items() if f != "r_precision"), default=1)
     needs_r = "r_precision" in cutoffs
-    out = np.zeros((len(evaluated), len(specs)), dtype=np.float64)
-
-    batches = range(0, len(evaluated), batch_size)
-    if progress:
-        from tqdm import tqdm
-
-        batches = tqdm(batches, desc="evaluating", unit="batch", leave=False)
     score_dtype = np.float32 if ties == "trec" else np.float64
-    with _torch_threads(num_threads):
-        for b0 in batches:
-            qs = evaluated[b0 : b0 + batch_size]
-            lens, starts = count[qs], start[qs]
-            r = num_relevant[qs]
-            batch_depth = max(depth, int(r.max())) if needs_r else depth
-            positives = int(r.max())
-            width = max(int(lens.max()), min(batch_depth, positives))
-            n = int(lens.sum())
-            # Real cells of the (batch, width) grid, left-aligned; boolean-mask indexing visits them
-            # in row-major order, i.e. query by query in run order, like ``src`` (faster than
-            # indexing with (row, column) arrays).
-            cells = np.arange(width) < lens[:, None]
-            src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
-            if ties == "trec":
-                words = _words(docno[src])
-                grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
-                grid[:, cells] = words.T
-                if grid.shape[0] == 1 and not (words == np.iinfo(np.uint64).max).any():
-                    # Docnos of one word, none equal to the padding: a row's real words are
-                    # distinct (duplicates are refused below), so the faster unstable sort gives
-                    # the same order, with padding last.
-                    by_docno = np.argsort(grid[0], axis=-1)
-                else:
-                    by_docno = np.lexsort(grid[::-1], axis=-1)
-                src_grid = np.zeros((len(qs), width), dtype=np.int64)
-                src_grid[cells] = src
-                src_grid = np.take_along_axis(src_grid, by_docno, axis=1)
-                src = src_grid[cells]
-                sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
-                same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
-                same &= np.arange(1, width)[None, :] < lens[:, None]
-                if same.any():
-                    i, j = map(int, np.argwhere(same)[0])
-                    raise ValueError(
-                        f"run: document {docno[src_grid[i, j]].decode(errors='replace')!r} appears "
-                        f"twice for query {qrels.qids[qs[i]]!r}"
-                    )
-            # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
-            placed = cells[:, ::-1] if pad_left else cells
-            values = score[src].astype(score_dtype)
-            if kernel_ties not in ("first", "last"):
-                values = np.maximum(values, np.finfo(score_dtype).min)
-            s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
-            s[placed] = values
-            y = np.zeros((len(qs), width), dtype=np.int64)
-            y[placed] = labels[src]
-            ranked = rank_batch(
-                torch.from_numpy(s),
-                torch.from_numpy(y),
-                batch_depth,
-                relevance_threshold=relevance_level,
-                ties=kernel_ties,
-                count=False,  # num_relevant is replaced below by R from the qrels
-            )
-            k = ranked.depth
-            ideal = np.zeros((len(qs), k), dtype=np.float64)
-            take = np.minimum(np.bincount(qrels.qid, minlength=num_q)[qs], k)
-            irow = np.repeat(np.arange(len(qs)), take)
-            icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-            ideal[irow, icol] = judged_rel[judged_start[qs][irow] + icol]
-            ideal_t = torch.from_numpy(ideal)
-            ranked = dataclasses.replace(
-                ranked,
-                num_relevant=torch.from_numpy(r.astype(np.float64)),
-                ideal_labels=ideal_t,
-                ideal_relevant=(ideal_t >= relevance_level).to(torch.float64),
-                _gain_cache={},
-            )
-            results = {}
-            for family, ks in cutoffs.items():
-                if family == "r_precision":
-                    values = scoring.r_precision(ranked)
-                elif family == "ndcg":
-                    values = scoring.ndcg(ranked, ks, "linear_rank")
-                elif family == "ndcg_burges":
-                    values = scoring.ndcg(ranked, ks, "exp_rank")
-                else:
-                    values = getattr(scoring, family)(ranked, ks)
-                results[family] = values.numpy()
-            for m, spec in enumerate(specs):
-                ks = cutoffs[spec.family]
-                column = (
-                    ks.index(spec.k if spec.k is not None else whole) if spec.family != "r_precision" else 0
+
+    def score_batch(qs: np.ndarray) -> np.ndarray:
+        """``(len(qs), len(specs))`` values of the queries ``qs`` (qrels indices)."""
+        lens, starts = count[qs], start[qs]
+        r = num_relevant[qs]
+        batch_depth = max(depth, int(r.max())) if needs_r else depth
+        positives = int(r.max())
+        width = max(int(lens.max()), min(batch_depth, positives))
+        n = int(lens.sum())
+        # Real cells of the (batch, width) grid, left-aligned; boolean-mask indexing visits them
+        # in row-major order, i.e. query by query in run order, like ``src`` (faster than
+        # indexing with (row, column) arrays).
+        cells = np.arange(width) < lens[:, None]
+        src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
+        if ties == "trec":
+            words = _words(docno[src])
+            grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
+            grid[:, cells] = words.T
+            if grid.shape[0] == 1 and not (words == np.iinfo(np.uint64).max).any():
+                # Docnos of one word, none equal to the padding: a row's real words are
+                # distinct (duplicates are refused below), so the faster unstable sort gives
+                # the same order, with padding last.
+                by_docno = np.argsort(grid[0], axis=-1)
+            else:
+                by_docno = np.lexsort(grid[::-1], axis=-1)
+            src_grid = np.zeros((len(qs), width), dtype=np.int64)
+            src_grid[cells] = src
+            src_grid = np.take_along_axis(src_grid, by_docno, axis=1)
+            src = src_grid[cells]
+            sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
+            same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
+            same &= np.arange(1, width)[None, :] < lens[:, None]
+            if same.any():
+                i, j = map(int, np.argwhere(same)[0])
+                raise ValueError(
+                    f"run: document {docno[src_grid[i, j]].decode(errors='replace')!r} appears "
+                    f"twice for query {qrels.qids[qs[i]]!r}"
                 )
-                out[b0 : b0 + len(qs), m] = results[spec.family][:, column]
+        # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
+        placed = cells[:, ::-1] if pad_left else cells
+        values = score[src].astype(score_dtype)
+        if kernel_ties not in ("first", "last"):
+            values = np.maximum(values, np.finfo(score_dtype).min)
+        s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
+        s[placed] = values
+        y = np.zeros((len(qs), width), dtype=np.int64)
+        y[placed] = labels[src]
+        ranked = rank_batch(
+            torch.from_numpy(s),
+            torch.from_numpy(y),
+            batch_depth,
+            relevance_threshold=relevance_level,
+            ties=kernel_ties,
+            count=False,  # num_relevant is replaced below by R from the qrels
+        )
+        k = ranked.depth
+        ideal = np.zeros((len(qs), k), dtype=np.float64)
+        take = np.minimum(np.bincount(qrels.qid, minlength=num_q)[qs], k)
+        irow = np.repeat(np.arange(len(qs)), take)
+        icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+        ideal[irow, icol] = judged_rel[judged_start[qs][irow] + icol]
+        ideal_t = torch.from_numpy(ideal)
+        ranked = dataclasses.replace(
+            ranked,
+            num_relevant=torch.from_numpy(r.astype(np.float64)),
+            ideal_labels=ideal_t,
+            ideal_relevant=(ideal_t >= relevance_level).to(torch.float64),
+            _gain_cache={},
+        )
+        results = {}
+        for family, ks in cutoffs.items():
+            if family == "r_precision":
+                values = scoring.r_precision(ranked)
+            elif family == "ndcg":
+                values = scoring.ndcg(ranked, ks, "linear_rank")
+            elif family == "ndcg_burges":
+                values = scoring.ndcg(ranked, ks, "exp_rank")
+            else:
+                values = getattr(scoring, family)(ranked, ks)
+            results[family] = values.numpy()
+        block = np.empty((len(qs), len(specs)), dtype=np.float64)
+        for m, spec in enumerate(specs):
+            ks = cutoffs[spec.family]
+            column = ks.index(spec.k if spec.k is not None else whole) if spec.family != "r_precision" else 0
+            block[:, m] = results[spec.family][:, column]
+        return block
+
+    # Batches are ranked and scored on a thread pool, one thread per core (torch and numpy release
+    # the GIL there); a few batches per thread keep the threads evenly loaded.
+    workers = max(1, (os.cpu_count() or 1) // (num_threads or torch.get_num_threads()))
+    size = max(1, min(batch_size, -(-len(evaluated) // (4 * workers))))
+    batches = [evaluated[b0 : b0 + size] for b0 in range(0, len(evaluated), size)]
+    with _torch_threads(num_threads), ThreadPoolExecutor(max_workers=workers) as pool:
+        blocks = pool.map(score_batch, batches)
+        if progress:
+            from tqdm import tqdm
+
+            blocks = tqdm(blocks, total=len(batches), desc="evaluating", unit="batch", leave=False)
+        out = np.concatenate([np.zeros((0, len(specs))), *blocks])
 
     queries = [qrels.qids[q] for q in evaluated]
     if missing_as_zero:
