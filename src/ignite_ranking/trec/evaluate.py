@@ -199,14 +199,22 @@ def _keys(qid: np.ndarray, words: np.ndarray, seed: int, qid_bits: int) -> np.nd
     return (qid.astype(np.uint64) << np.uint64(64 - qid_bits)) | (h >> np.uint64(qid_bits))
 
 
-def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndarray:
-    """Relevance value of each run row from the qrels (0 when not judged); exact.
+@dataclass(frozen=True)
+class _Judgements:
+    """The qrels under a collision-free 64-bit key of ``(qid, docno)``, sorted, for :func:`_labels`."""
 
-    Joins on a 64-bit hash of ``(qid, docno)`` and then compares the docno bytes, so a hash
-    collision can never give a wrong label.
-    """
+    qrels: Qrels
+    seed: int
+    qid_bits: int
+    order: np.ndarray  # qrels rows in key order
+    sorted_keys: np.ndarray
+    mask: np.uint64
+    maybe_judged: np.ndarray  # bitmap over the keys' low bits
+
+
+def _index_judgements(qrels: Qrels) -> _Judgements:
+    """Hashes and sorts the qrels' pairs (a new seed on a collision); refuses duplicate judgements."""
     qrels_words = _words(qrels.docno)
-    run_words = _words(run_docno)
     qid_bits = max(len(qrels.qids), 1).bit_length()
     for seed in range(4):
         qkeys = _keys(qrels.qid, qrels_words, seed, qid_bits)
@@ -223,22 +231,34 @@ def _labels(qrels: Qrels, run_qid: np.ndarray, run_docno: np.ndarray) -> np.ndar
             )
     else:  # pragma: no cover - four 64-bit collisions in a row
         raise RuntimeError("could not hash the qrels without collisions")
-    rkeys = _keys(run_qid, run_words, seed, qid_bits)
-    if sorted_keys.size == 0:
-        return np.zeros(len(run_qid), dtype=np.int64)
     # Most run rows are not judged: a bitmap over the keys' low (hash) bits, 8+ slots per judgement
     # and small enough to stay in cache, rules most of them out before the binary search.
     mask = np.uint64((1 << max(16, (8 * len(sorted_keys)).bit_length())) - 1)
     maybe_judged = np.zeros(int(mask) + 1, dtype=bool)
     maybe_judged[sorted_keys & mask] = True
-    candidates = np.flatnonzero(maybe_judged[rkeys & mask])
-    ckeys = rkeys[candidates]
-    pos = np.minimum(np.searchsorted(sorted_keys, ckeys), len(sorted_keys) - 1)
-    hit = sorted_keys[pos] == ckeys
-    rows, idx = candidates[hit], order[pos[hit]]
-    same = (qrels.qid[idx] == run_qid[rows]) & (qrels.docno[idx] == run_docno[rows])
+    return _Judgements(qrels, seed, qid_bits, order, sorted_keys, mask, maybe_judged)
+
+
+def _labels(
+    judgements: _Judgements, run_qid: np.ndarray, run_docno: np.ndarray, run_words: np.ndarray
+) -> np.ndarray:
+    """Relevance value of each run row from the qrels (0 when not judged); exact.
+
+    ``run_qid`` holds qrels query indices and ``run_words`` is ``_words(run_docno)``. Joins on the
+    64-bit key and then compares the docno bytes, so a hash collision can never give a wrong label.
+    """
+    j = judgements
     labels = np.zeros(len(run_qid), dtype=np.int64)
-    labels[rows[same]] = qrels.rel[idx[same]]
+    if j.sorted_keys.size == 0:
+        return labels
+    rkeys = _keys(run_qid, run_words, j.seed, j.qid_bits)
+    candidates = np.flatnonzero(j.maybe_judged[rkeys & j.mask])
+    ckeys = rkeys[candidates]
+    pos = np.minimum(np.searchsorted(j.sorted_keys, ckeys), len(j.sorted_keys) - 1)
+    hit = j.sorted_keys[pos] == ckeys
+    rows, idx = candidates[hit], j.order[pos[hit]]
+    same = (j.qrels.qid[idx] == run_qid[rows]) & (j.qrels.docno[idx] == run_docno[rows])
+    labels[rows[same]] = j.qrels.rel[idx[same]]
     return labels
 
 
@@ -308,7 +328,7 @@ def evaluate(
     else:
         docno, score = run.docno, run.score
     num_q = len(qrels.qids)
-    labels = _labels(qrels, mapped, docno)
+    judgements = _index_judgements(qrels)
 
     # Per query of the qrels: R, and the judged values in descending order (for the ideal DCG).
     relevant = qrels.rel >= relevance_level
@@ -321,7 +341,7 @@ def evaluate(
 
     order, start, count = _segments(mapped.astype(np.int32), num_q)
     if order is not None:
-        mapped, docno, score, labels = mapped[order], docno[order], score[order], labels[order]
+        mapped, docno, score = mapped[order], docno[order], score[order]
     # Evaluated queries, in order of first appearance in the run (run.qids' order).
     evaluated = run_to_qrels[run_to_qrels >= 0]
     evaluated = evaluated[count[evaluated] > 0]
@@ -352,8 +372,10 @@ def evaluate(
         # indexing with (row, column) arrays).
         cells = np.arange(width) < lens[:, None]
         src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
+        batch_docno = docno[src]
+        words = _words(batch_docno)
+        labels = _labels(judgements, np.repeat(qs, lens), batch_docno, words)
         if ties == "trec":
-            words = _words(docno[src])
             grid = np.full((words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
             grid[:, cells] = words.T
             if grid.shape[0] == 1 and not (words == np.iinfo(np.uint64).max).any():
@@ -363,17 +385,19 @@ def evaluate(
                 by_docno = np.argsort(grid[0], axis=-1)
             else:
                 by_docno = np.lexsort(grid[::-1], axis=-1)
-            src_grid = np.zeros((len(qs), width), dtype=np.int64)
-            src_grid[cells] = src
-            src_grid = np.take_along_axis(src_grid, by_docno, axis=1)
-            src = src_grid[cells]
+            # Reorder the batch's rows (src and labels) by their position in the sorted grid.
+            pos_grid = np.zeros((len(qs), width), dtype=np.int64)
+            pos_grid[cells] = np.arange(n)
+            pos_grid = np.take_along_axis(pos_grid, by_docno, axis=1)
+            pos = pos_grid[cells]
+            src, labels = src[pos], labels[pos]
             sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
             same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
             same &= np.arange(1, width)[None, :] < lens[:, None]
             if same.any():
                 i, j = map(int, np.argwhere(same)[0])
                 raise ValueError(
-                    f"run: document {docno[src_grid[i, j]].decode(errors='replace')!r} appears "
+                    f"run: document {batch_docno[pos_grid[i, j]].decode(errors='replace')!r} appears "
                     f"twice for query {qrels.qids[qs[i]]!r}"
                 )
         # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
@@ -384,7 +408,7 @@ def evaluate(
         s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
         s[placed] = values
         y = np.zeros((len(qs), width), dtype=np.int64)
-        y[placed] = labels[src]
+        y[placed] = labels
         ranked = rank_batch(
             torch.from_numpy(s),
             torch.from_numpy(y),
