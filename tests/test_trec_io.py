@@ -47,6 +47,7 @@ def test_blocks_split_lines_exactly(tmp_path, monkeypatch):
     scores = rng.normal(size=300) * 10.0 ** rng.integers(-8, 8, 300)
     path = tmp_path / "run"
     path.write_text("".join(f"q{i % 5} Q0 doc{i} {i} {float(s)!r} t\n" for i, s in enumerate(scores)))
+    assert sum(1 for _ in trec_io._blocks(path, progress=False)) >= 150  # a line or two each
     run = read_run(path)
     assert run.score.tolist() == scores.tolist()  # bit-exact, like float()
     assert run.docno.tolist() == [f"doc{i}".encode() for i in range(300)]

@@ -130,8 +130,8 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
     rest = b""  # the unfinished last line of the previous read
     try:
         while True:
-            buffer = bytearray(len(rest) + _BLOCK + _PAD)
-            buffer[: len(rest)] = rest
+            buffer = np.empty(len(rest) + _BLOCK + _PAD, dtype=np.uint8)
+            buffer[: len(rest)] = np.frombuffer(rest, dtype=np.uint8)
             try:
                 got = stream.readinto(memoryview(buffer)[len(rest) : len(rest) + _BLOCK])
             except (OSError, EOFError) as err:
@@ -141,11 +141,11 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             if not got:
                 break
             filled = len(rest) + got
-            cut = buffer.rfind(b"\n", 0, filled) + 1
-            rest = bytes(buffer[cut:filled])
+            cut = _after_last_newline(buffer, filled)
+            rest = buffer[cut:filled].tobytes()
             if cut:
-                yield np.frombuffer(buffer, dtype=np.uint8), cut, line
-                line += buffer.count(b"\n", 0, cut)
+                yield buffer, cut, line
+                line += int(np.count_nonzero(buffer[:cut] == 10))
         if rest:
             yield np.frombuffer(rest + b"\n" + bytes(_PAD), dtype=np.uint8), len(rest) + 1, line
     finally:
@@ -153,6 +153,16 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             bar.close()
         stream.close()
         raw.close()
+
+
+def _after_last_newline(buffer: np.ndarray, end: int) -> int:
+    """The offset just after the last ``\\n`` of ``buffer[:end]``, 0 if there is none."""
+    # Lines are short: the last newline is almost always in the last few KiB.
+    start = max(0, end - 65536)
+    found = buffer[start:end].tobytes().rfind(b"\n")
+    if found < 0 and start:
+        start, found = 0, buffer[:end].tobytes().rfind(b"\n")
+    return start + found + 1 if found >= 0 else 0
 
 
 def _line_text(buf: np.ndarray, index: int) -> str:
