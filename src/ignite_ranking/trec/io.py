@@ -177,28 +177,25 @@ def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected:
         ``(starts, ends, lines)``: ``(n, ncols)`` start and end offsets of each token, and the
         0-based line index (in the block) of each of the n rows.
     """
-    separators = np.flatnonzero(buf <= 32)
-    if len(separators) % ncols == 0 and _one_separator_each(buf, separators, ncols):
-        # Rows are lines, one after another: each token ends at a separator and starts one byte
-        # after the previous token's end (the first at 0).
-        ends = separators.reshape(-1, ncols)
+    ends = np.flatnonzero(buf <= 32)  # token ends, if each token is followed by one separator
+    if len(ends) and len(ends) % ncols == 0:
+        # In that layout, a token starts one byte after the previous token's end (the first at 0).
         starts = np.empty_like(ends)
-        starts[:, 1:] = ends[:, :-1] + 1
-        starts[0, 0] = 0
-        starts[1:, 0] = ends[:-1, -1] + 1
-        return starts, ends, np.arange(len(ends))
+        starts[0] = 0
+        np.add(ends[:-1], 1, out=starts[1:])
+        if _usual_layout(buf, starts, ends, ncols):
+            return starts.reshape(-1, ncols), ends.reshape(-1, ncols), np.arange(len(ends) // ncols)
     return _tokenize_general(buf, ncols, name, first_line, expected)
 
 
-def _one_separator_each(buf: np.ndarray, separators: np.ndarray, ncols: int) -> bool:
-    """Whether the block has the usual layout: it starts with a token, every token is followed by
-    exactly one separator, a newline after every ``ncols``-th token and nowhere else."""
-    if not len(separators) or separators[0] == 0:
-        return False
-    if not bool(np.all(separators[1:] > separators[:-1] + 1)):  # two separators in a row
+def _usual_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ncols: int) -> bool:
+    """Whether the tokens ``buf[starts[i]:ends[i]]`` are the block's: all non-empty (the block
+    starts with a token and no two separators follow each other), with a newline after every
+    ``ncols``-th token and nowhere else. Then rows are lines, one after another."""
+    if not bool(np.all(ends > starts)):
         return False
     # The newlines are all at row ends iff every row ends with one and there are no others.
-    line_ends = separators[ncols - 1 :: ncols]
+    line_ends = ends[ncols - 1 :: ncols]
     return bool(np.all(buf[line_ends] == 10)) and np.count_nonzero(buf == 10) == len(line_ends)
 
 
