@@ -86,6 +86,30 @@ def test_matches_pytrec_eval_with_ties(files):
         assert result.means[ours] == pytest.approx(want.mean(), abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    "metrics", [["P_5", "ndcg_cut_5", "success_1"], ["map_cut_10", "recall_10", "Rprec"]]
+)
+def test_matches_pytrec_eval_when_only_the_top_is_ranked(files, metrics):
+    # Cutoff metrics only: each query keeps just the documents that can reach the top k (ties at the
+    # cut kept whole), which must not change any value.
+    qrels_path, run_path, _, _, expected = files
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), metrics, batch_size=64)
+    per_query = result.per_query()
+    for name in metrics:
+        got = np.array([per_query[q][name] for q in expected])
+        want = np.array([expected[q][PAIRS[name]] for q in expected])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=name)
+
+
+def test_file_order_ties_only_the_top_is_ranked(files):
+    qrels_path, run_path, _, _, _ = files
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    for ties in ("first", "last"):
+        whole = evaluate(qrels, run, ["P_5", "ndcg_cut_5", "map"], ties=ties).per_query()  # map: no cut
+        top = evaluate(qrels, run, ["P_5", "ndcg_cut_5"], ties=ties).per_query()
+        assert {q: {m: v[m] for m in ("P_5", "ndcg_cut_5")} for q, v in whole.items()} == top
+
+
 def test_missing_as_zero_counts_every_qrels_query(files):
     qrels_path, run_path, qrels, _, expected = files
     result = evaluate(read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True)
@@ -118,6 +142,15 @@ def test_duplicate_document_in_run_is_refused():
     run = Run(["q"], np.zeros(2, np.int32), np.array([b"a", b"a"]), np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="twice"):
         evaluate(qrels, run, ["mrr"])
+
+
+@pytest.mark.parametrize("name", ["d7", "a-document-id-longer-than-8-bytes-7"])
+def test_duplicate_below_the_cutoff_is_refused(name):
+    docnos = [name.replace("7", str(i)) for i in range(20)] + [name]
+    qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"d1"]), np.array([1]))
+    run = Run(["q"], np.zeros(21, np.int32), np.array(docnos, dtype="S"), np.arange(21.0, 0.0, -1.0))
+    with pytest.raises(ValueError, match=f"'{name}' appears twice for query 'q'"):
+        evaluate(qrels, run, ["P@1"])
 
 
 @pytest.mark.parametrize(

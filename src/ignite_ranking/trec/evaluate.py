@@ -13,6 +13,10 @@ How a run becomes kernel input:
   descending, ties broken by docno in *descending* byte order (``strcmp(docno2, docno1)``).
   Each query's documents are laid out by ascending docno and ranked with the kernel's
   ``ties="last"``. ``"first"``/``"last"`` keep the file order and float64 scores.
+- Only documents that can reach the top of their query matter when every metric has a cutoff:
+  for ``"trec"``/``"first"``/``"last"``, each query keeps its documents scoring at least its
+  k-th largest score (k the deepest cutoff; ties at the cut kept whole) before the docno sort,
+  the label lookup and the kernel. Duplicate documents are still looked for in the whole run.
 - R (relevant documents) and the ideal DCG come from *all* judged documents of the query in the
   qrels, not only the retrieved ones: after ``rank_batch`` the batch's ``num_relevant`` and
   ``ideal_labels``/``ideal_relevant`` are replaced with values from the qrels.
@@ -262,6 +266,42 @@ def _labels(
     return labels
 
 
+def _refuse_duplicates(docno: np.ndarray, cells: np.ndarray, lens: np.ndarray, names: list[str]) -> None:
+    """Raises ValueError when a query of a batch lists a document twice, as trec_eval does.
+
+    ``docno`` holds the batch's documents query by query, ``cells`` the real cells of the batch's
+    ``(queries, width)`` grid, ``lens`` their count per query and ``names`` the query ids. Each
+    query's docnos are sorted (values only for one-word docnos, faster than an argsort) and
+    neighbours compared; padding sorts last and is masked off.
+    """
+    words = _words(docno)
+    grid = np.full((words.shape[1], *cells.shape), np.iinfo(np.uint64).max, dtype=np.uint64)
+    grid[:, cells] = words.T
+    if grid.shape[0] == 1:
+        grid = np.sort(grid, axis=-1)
+    else:
+        by_docno = np.lexsort(grid[::-1], axis=-1)
+        grid = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
+    same = np.all(grid[:, :, 1:] == grid[:, :, :-1], axis=0)
+    same &= np.arange(1, cells.shape[1])[None, :] < lens[:, None]
+    if same.any():
+        i, j = map(int, np.argwhere(same)[0])
+        duplicate = grid[:, i, j].astype(">u8").tobytes().rstrip(b"\0")  # _words zero-pads
+        raise ValueError(
+            f"run: document {duplicate.decode(errors='replace')!r} appears twice for query {names[i]!r}"
+        )
+
+
+def _top_cells(values: np.ndarray, cells: np.ndarray, k: int) -> np.ndarray:
+    """The cells of the ``(queries, width)`` grid (real cells ``cells``, filled in row-major order
+    with ``values``) whose value is at least their row's k-th largest: every document that can rank
+    in the top k under any order of ties, with the ties at the cut kept whole."""
+    grid = np.full(cells.shape, -np.inf, dtype=values.dtype)
+    grid[cells] = values
+    kth = np.partition(grid, cells.shape[1] - k, axis=1)[:, cells.shape[1] - k]
+    return (grid >= kth[:, None]) & cells
+
+
 @contextlib.contextmanager
 def _torch_threads(num_threads: int | None):
     """Sets torch's intra-op thread count for the block (None: leave it), then restores it."""
@@ -372,6 +412,17 @@ def evaluate(
         # indexing with (row, column) arrays).
         cells = np.arange(width) < lens[:, None]
         src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
+        if ties == "trec":
+            _refuse_duplicates(docno[src], cells, lens, [qrels.qids[q] for q in qs])
+        values = score[src].astype(score_dtype)
+        if kernel_ties in ("first", "last") and batch_depth < width and not np.isnan(values).any():
+            # Only documents that can reach the top batch_depth matter to the metrics (R and the
+            # ideal DCG come from the qrels): rank those alone.
+            keep = _top_cells(values, cells, batch_depth)
+            src, values, lens = src[keep[cells]], values[keep[cells]], keep.sum(axis=1)
+            width = max(int(lens.max()), min(batch_depth, positives))
+            n = int(lens.sum())
+            cells = np.arange(width) < lens[:, None]
         batch_docno = docno[src]
         words = _words(batch_docno)
         labels = _labels(judgements, np.repeat(qs, lens), batch_docno, words)
@@ -380,29 +431,18 @@ def evaluate(
             grid[:, cells] = words.T
             if grid.shape[0] == 1 and not (words == np.iinfo(np.uint64).max).any():
                 # Docnos of one word, none equal to the padding: a row's real words are
-                # distinct (duplicates are refused below), so the faster unstable sort gives
+                # distinct (duplicates are refused above), so the faster unstable sort gives
                 # the same order, with padding last.
                 by_docno = np.argsort(grid[0], axis=-1)
             else:
                 by_docno = np.lexsort(grid[::-1], axis=-1)
-            # Reorder the batch's rows (src and labels) by their position in the sorted grid.
+            # Reorder the batch's rows (values and labels) by their position in the sorted grid.
             pos_grid = np.zeros((len(qs), width), dtype=np.int64)
             pos_grid[cells] = np.arange(n)
-            pos_grid = np.take_along_axis(pos_grid, by_docno, axis=1)
-            pos = pos_grid[cells]
-            src, labels = src[pos], labels[pos]
-            sorted_words = np.take_along_axis(grid, by_docno[None].repeat(grid.shape[0], 0), axis=2)
-            same = np.all(sorted_words[:, :, 1:] == sorted_words[:, :, :-1], axis=0)
-            same &= np.arange(1, width)[None, :] < lens[:, None]
-            if same.any():
-                i, j = map(int, np.argwhere(same)[0])
-                raise ValueError(
-                    f"run: document {batch_docno[pos_grid[i, j]].decode(errors='replace')!r} appears "
-                    f"twice for query {qrels.qids[qs[i]]!r}"
-                )
+            pos = np.take_along_axis(pos_grid, by_docno, axis=1)[cells]
+            values, labels = values[pos], labels[pos]
         # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
         placed = cells[:, ::-1] if pad_left else cells
-        values = score[src].astype(score_dtype)
         if kernel_ties not in ("first", "last"):
             values = np.maximum(values, np.finfo(score_dtype).min)
         s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
