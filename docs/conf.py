@@ -54,6 +54,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 html_theme = "furo"
 html_title = f"ignite-ranking {release}"
 html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 # Files written by other parts of the project; the performance page shows them when present and
 # says where they will appear when not, so the build never depends on a benchmark run.
