@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint format demo bench docs clean
+.PHONY: install test lint format demo bench docs docs-check clean
 
 # The stamp makes a second `make test` on a ready venv skip the installs; it is rebuilt when
 # the project's dependencies or the torch pin change.
@@ -41,6 +41,12 @@ bench: $(STAMP)
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# Builds the site, then checks that it works offline: no page or stylesheet fetches a remote
+# script, stylesheet, font or image, and every local one exists. REQUIRE_DOCS_BUILD turns the
+# skip that `make test` takes without a build into a failure.
+docs-check: docs
+	REQUIRE_DOCS_BUILD=1 $(BIN)/python -m pytest tests/test_docs_offline.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -24,7 +24,19 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # After sphinx.ext.mathjax, whose mathjax_path it sets.
+    "sphinx-mathjax-offline",
 ]
+
+# Formulas render from the built site alone, with no network: sphinx-mathjax-offline (the `docs`
+# extra) ships MathJax 3.2.2, fonts included, as package data and copies it into
+# _static/mathjax. That keeps `make docs` a plain pip install: no vendored copy of MathJax here,
+# no Node or LaTeX on the machine, which the alternatives need (imgmath renders with LaTeX;
+# sphinxcontrib-katex takes KaTeX's stylesheet from a CDN and prerenders with Node). MathJax 3 reads the
+# options MyST writes for `dollarmath` (which classes to typeset) and has the AMS environments
+# that `amsmath` and our `cases`/`aligned` formulas use. `make docs-check`
+# (tests/test_docs_offline.py) fails if a page loads anything remote or a local asset is missing.
+mathjax_path = "mathjax/tex-chtml.js"
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
@@ -42,6 +54,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 html_theme = "furo"
 html_title = f"ignite-ranking {release}"
 html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 # Files written by other parts of the project; the performance page shows them when present and
 # says where they will appear when not, so the build never depends on a benchmark run.
