@@ -48,10 +48,10 @@ class NDCG(RankingMetric):
         *,
         ties: str = "first",
     ):
-        self.gain_function = check_gain_function(gain_function)
         super().__init__(
             top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
         )
+        self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return scoring.ndcg(ranked, self.top_k, self.gain_function)
