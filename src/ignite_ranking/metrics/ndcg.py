@@ -35,6 +35,7 @@ class NDCG(RankingMetric):
 
     name = "ndcg"
     needs_ideal = True
+    _settings_keys = (*RankingMetric._settings_keys, "gain_function")
 
     def __init__(
         self,
