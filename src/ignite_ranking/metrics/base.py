@@ -11,7 +11,16 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import RankedBatch, check_inputs, check_threshold, check_ties, normalize_top_k, rank_batch
+from ..kernels import (
+    ArgumentTypeError,
+    RankedBatch,
+    check_flag,
+    check_inputs,
+    check_threshold,
+    check_ties,
+    normalize_top_k,
+    rank_batch,
+)
 
 __all__ = ["RankingMetric", "unpack_output"]
 
@@ -21,9 +30,11 @@ _SETTINGS = "_settings"
 
 def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
     """``(y_pred, y)`` from an update's output, refusing anything but a pair of tensors."""
-    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)) or len(output) != 2:
-        shown = f"a sequence of length {len(output)}" if isinstance(output, Sequence) else type(output)
-        raise ValueError(f"output must be a pair (y_pred, y), got {shown}.")
+    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
+        # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
+        raise ArgumentTypeError(f"output must be a pair (y_pred, y), got {type(output)}.")
+    if len(output) != 2:
+        raise ValueError(f"output must be a pair (y_pred, y), got a sequence of length {len(output)}.")
     y_pred, y = output
     check_inputs(y_pred, y)
     return y_pred.detach(), y.detach()
@@ -60,9 +71,7 @@ class RankingMetric(Metric):
         ties: str = "first",
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
-        if not isinstance(ignore_zero_hits, bool):
-            raise TypeError(f"ignore_zero_hits must be a bool, got {type(ignore_zero_hits).__name__}.")
-        self.ignore_zero_hits = ignore_zero_hits
+        self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
