@@ -13,7 +13,14 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pytest
 import torch
+
+# Where tests that take a ``device`` run: CPU always, CUDA when this machine has it.
+DEVICES = (
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")),
+)
 
 METRIC_NAMES = ("mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision")
 LABEL_DTYPES = (torch.bool, torch.int64, torch.int32, torch.uint8, torch.float16, torch.float32)

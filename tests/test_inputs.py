@@ -10,7 +10,7 @@ import pytest
 import torch
 from ignite.metrics import NDCG as IgniteNDCG
 from ignite.metrics import HitRate as IgniteHitRate
-from reference import METRIC_NAMES, build_metric, functional_values, tied_batch
+from reference import DEVICES, METRIC_NAMES, build_metric, functional_values, tied_batch
 
 from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics
 from ignite_ranking import functional as F
@@ -21,13 +21,14 @@ GOOD = (torch.tensor([[0.5, 0.2, 0.9]]), torch.tensor([[1, 0, 1]]))
 # --------------------------------------------------------------------------- unsigned labels
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
 @pytest.mark.parametrize("ties", ["first", "optimistic", "average"])
 @pytest.mark.parametrize("threshold", [1.0, 2.5, 0.0, -1.0, 1e30])
-def test_unsigned_labels_give_the_values_of_the_same_int64_labels(dtype, ties, threshold):
+def test_unsigned_labels_give_the_values_of_the_same_int64_labels(dtype, ties, threshold, device):
     rng = np.random.default_rng(5)
     y_pred, y = tied_batch(rng, 7, 9)
-    y = y.to(torch.int64)
+    y_pred, y = y_pred.to(device), y.to(device=device, dtype=torch.int64)
     for name in METRIC_NAMES:
         got = functional_values(name, y_pred, y.to(dtype), KS, threshold, ties)
         assert torch.equal(got, functional_values(name, y_pred, y, KS, threshold, ties)), name

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from reference import per_query, query_values, ranked_values
+from reference import DEVICES, per_query, query_values, ranked_values
 from test_ties import mean_over_tie_orders
 
 from ignite_ranking import NDCG
@@ -64,9 +64,10 @@ def test_a_relevant_negative_grade_does_not_lift_ndcg_above_one():
         assert metric.compute()[0] == pytest.approx(1.0, rel=1e-15)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ties", ["first", "last", "optimistic", "average"])
 @pytest.mark.parametrize("gain_function", GAINS)
-def test_grades_whose_gain_overflows_float64_are_exact(gain_function, ties):
+def test_grades_whose_gain_overflows_float64_are_exact(gain_function, ties, device):
     generator = torch.Generator().manual_seed(3)
     y_pred, y = _tied_batch(generator, 0, 4)
     big = 2.0**1000 if gain_function == "linear_rank" else 1000.0
@@ -75,7 +76,7 @@ def test_grades_whose_gain_overflows_float64_are_exact(gain_function, ties):
     y[2] = torch.tensor([big + 40, 3.0, big + 41, 0.0, big, 1.0], dtype=torch.float64)
     y[3] = torch.tensor([math.inf, 4.0, 0.0, math.inf, 2.0, 1.0], dtype=torch.float64)
     y[4] = torch.tensor([0.0, math.inf, 2.0, 0.0, 0.0, 0.0], dtype=torch.float64)
-    got = F.ndcg(y_pred, y, KS, 1.0, gain_function, ties=ties)
+    got = F.ndcg(y_pred.to(device), y.to(device), KS, 1.0, gain_function, ties=ties).cpu()
     expected = _reference(y_pred, y, 1.0, gain_function, ties)
     assert torch.isfinite(got).all()
     assert got.tolist() == [pytest.approx(row, rel=1e-12, abs=1e-14) for row in expected]

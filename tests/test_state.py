@@ -11,7 +11,7 @@ import pytest
 import torch
 from ignite.engine import Engine, Events
 from ignite.exceptions import NotComputableError
-from reference import METRIC_NAMES, build_metric, tied_batch
+from reference import DEVICES, METRIC_NAMES, build_metric, tied_batch
 
 from ignite_ranking import MRR, NDCG, HitRate, Precision, RankingMetrics, RPrecision
 
@@ -32,10 +32,15 @@ def _state_tensors(metric):
     return metric._sum_per_k.clone(), metric._num_examples.clone()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])
-def test_resume_mid_epoch_equals_an_uninterrupted_run(name, batches):
+def test_resume_mid_epoch_equals_an_uninterrupted_run(name, batches, device):
     def make():
-        return _group() if name == "group" else build_metric(name, KS)
+        if name == "group":
+            return RankingMetrics({n: build_metric(n, KS, device=device) for n in METRIC_NAMES})
+        return build_metric(name, KS, device=device)
+
+    batches = [(y_pred.to(device), y.to(device)) for y_pred, y in batches]
 
     uninterrupted = make()
     for output in batches:
