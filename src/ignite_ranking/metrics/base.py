@@ -136,6 +136,12 @@ class RankingMetric(Metric):
 
         ``state_dict()`` saves it next to the sums, and ``load_state_dict()`` refuses a state
         whose settings differ from the metric's own.
+
+        Example:
+            >>> from ignite_ranking import NDCG
+            >>> NDCG(top_k=[10, 5], gain_function="linear_rank").settings()  # doctest: +NORMALIZE_WHITESPACE
+            {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
+             'ties': 'first', 'gain_function': 'linear_rank'}
         """
         return {"metric": self.name, **{key: copy.copy(getattr(self, key)) for key in self._settings_keys}}
 
