@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -229,7 +230,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads", type=int, default=1, help="torch CPU threads (default 1: the ops are too small to split)"
     )
     parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bars (shown only when stderr is a terminal)"
+    )
     args = parser.parse_args(argv)
     if not 0 < args.held_out < args.clicks <= args.items:
         parser.error("need 0 < --held-out < --clicks <= --items")
@@ -264,7 +267,8 @@ def main(argv: list[str] | None = None) -> dict:
         return model.all_scores(users)
 
     evaluator = make_evaluator(model_scores, data)
-    if not args.no_progress:
+    if not args.no_progress and sys.stderr.isatty():
+        # Bars redraw with carriage returns: on a file or a pipe they would be thousands of lines.
         ProgressBar(persist=False).attach(trainer, output_transform=lambda loss: {"loss": loss})
         ProgressBar(persist=False, desc="evaluate").attach(evaluator)
 

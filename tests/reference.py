@@ -7,11 +7,20 @@ The reference is written to be obviously correct rather than fast: each query is
 
 from __future__ import annotations
 
+import decimal
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pytest
 import torch
+
+# Where tests that take a ``device`` run: CPU always, CUDA when this machine has it.
+DEVICES = (
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")),
+)
 
 METRIC_NAMES = ("mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision")
 LABEL_DTYPES = (torch.bool, torch.int64, torch.int32, torch.uint8, torch.float16, torch.float32)
@@ -42,14 +51,44 @@ def _row_lists(y_pred: torch.Tensor, y: torch.Tensor) -> list[tuple[list[float],
 # --------------------------------------------------------------------------- one query
 
 
-def _gain(label: float, relevant: bool, gain_function: str) -> float:
+_EXACT = decimal.Context(prec=40, Emax=10**9, Emin=-(10**9))
+
+
+def _gain(label: float, relevant: bool, gain_function: str) -> decimal.Decimal:
+    """The gain as an exact-enough Decimal: 2**1024 and beyond do not overflow there."""
     if not relevant:
-        return 0.0
+        return decimal.Decimal(0)
+    value = decimal.Decimal(label)  # the float's exact value
     if gain_function == "exp_rank":
-        return 2.0**label - 1.0
+        return _EXACT.subtract(_EXACT.power(2, value), 1)
     if gain_function == "linear_rank":
-        return label
+        return value
     raise ValueError(gain_function)
+
+
+@functools.cache
+def _discount(rank: int) -> decimal.Decimal:
+    """1 / log2(rank + 1)."""
+    return _EXACT.divide(_EXACT.ln(2), _EXACT.ln(rank + 1))
+
+
+def _ndcg(ranked: Sequence[float], rel: Sequence[bool], k: int, gain_function: str) -> float:
+    """DCG@k / IDCG@k, the ideal order being the row's gains sorted in descending order.
+
+    Gains are Decimals (no overflow). Infinite labels are their limit: when relevant labels of
+    +inf are present, they gain 1 each and every other item 0 (the other gains vanish next to
+    theirs).
+    """
+    if any(r and label == math.inf for label, r in zip(ranked, rel, strict=True)):
+        gains = [decimal.Decimal(int(r and label == math.inf)) for label, r in zip(ranked, rel, strict=True)]
+    else:
+        gains = [_gain(label, r, gain_function) for label, r in zip(ranked, rel, strict=True)]
+    ideal = sorted(gains, reverse=True)
+    dcg = idcg = decimal.Decimal(0)
+    for i in range(min(k, len(gains))):
+        dcg = _EXACT.fma(gains[i], _discount(i + 1), dcg)
+        idcg = _EXACT.fma(ideal[i], _discount(i + 1), idcg)
+    return float(_EXACT.divide(dcg, idcg)) if idcg > 0 else 0.0
 
 
 def query_values(
@@ -74,7 +113,6 @@ def ranked_values(
     gain_function: str = "exp_rank",
 ) -> list[float]:
     """The values of one query given all its labels in ranked order."""
-    labels = ranked
     rel = [label >= relevance_threshold for label in ranked]
     num_rel = sum(rel)
     n = len(ranked)
@@ -106,13 +144,7 @@ def ranked_values(
                     total += hits / (i + 1)
             value = total / num_rel if num_rel else 0.0
         elif metric == "ndcg":
-            dcg = sum(_gain(ranked[i], rel[i], gain_function) / math.log2(i + 2) for i in range(min(k, n)))
-            ideal = sorted(labels, reverse=True)
-            idcg = sum(
-                _gain(ideal[i], ideal[i] >= relevance_threshold, gain_function) / math.log2(i + 2)
-                for i in range(min(k, n))
-            )
-            value = dcg / idcg if idcg > 0 else 0.0
+            value = _ndcg(ranked, rel, k, gain_function)
         else:
             raise ValueError(metric)
         out.append(value)

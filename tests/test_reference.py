@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ignite.exceptions import NotComputableError
 from reference import (
+    DEVICES,
     EXACT_PER_QUERY,
     LABEL_DTYPES,
     METRIC_NAMES,
@@ -62,14 +63,15 @@ def assert_means(got, expected) -> None:
 # --------------------------------------------------------------------------- the ranking kernel
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ties", ["first", "last"])
 @pytest.mark.parametrize("dtype", SCORE_DTYPES)
-def test_top_indices_is_a_stable_argsort_prefix(ties, dtype):
+def test_top_indices_is_a_stable_argsort_prefix(ties, dtype, device):
     rng = np.random.default_rng(7)
     for _ in range(30):
         batch, n = int(rng.integers(1, 9)), int(rng.integers(1, 13))
         scores, _ = tied_batch(rng, batch, n)
-        scores = scores.to(dtype)
+        scores = scores.to(dtype=dtype, device=device)
         orders = [rank_order(row, ties) for row in scores.to(torch.float64).tolist()]
         for k in range(1, n + 3):
             got = top_indices(scores, k, ties).tolist()
@@ -79,10 +81,11 @@ def test_top_indices_is_a_stable_argsort_prefix(ties, dtype):
 # --------------------------------------------------------------------------- functional API
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("score_dtype", SCORE_DTYPES, ids=str)
 @pytest.mark.parametrize("ties", ["first", "last"])
 @pytest.mark.parametrize(("metric", "gain"), VARIANTS, ids=VARIANT_IDS)
-def test_functional_matches_reference(metric, gain, ties, score_dtype):
+def test_functional_matches_reference(metric, gain, ties, score_dtype, device):
     rng = np.random.default_rng(seed_of(metric, gain, ties, score_dtype))
     for label_dtype in LABEL_DTYPES:
         for _ in range(3):
@@ -91,7 +94,8 @@ def test_functional_matches_reference(metric, gain, ties, score_dtype):
             y_pred, y = y_pred.to(score_dtype), cast_labels(y, label_dtype)
             top_k = random_k_list(rng, n)
             threshold = THRESHOLDS[int(rng.integers(len(THRESHOLDS)))]
-            got = functional_values(metric, y_pred, y, top_k, threshold, ties, gain)
+            got = functional_values(metric, y_pred.to(device), y.to(device), top_k, threshold, ties, gain)
+            assert got.device.type == device
             expected = per_query(y_pred, y, metric, top_k, threshold, ties, gain)
             if batch == 0:
                 assert got.shape[0] == 0
@@ -115,24 +119,25 @@ def test_functional_accepts_an_int_top_k_and_drops_duplicates():
 # --------------------------------------------------------------------------- metric classes
 
 
-def _random_updates(rng, score_dtypes=SCORE_DTYPES, label_dtypes=LABEL_DTYPES):
+def _random_updates(rng, score_dtypes=SCORE_DTYPES, label_dtypes=LABEL_DTYPES, device="cpu"):
     label_dtype = label_dtypes[int(rng.integers(len(label_dtypes)))]
     updates = []
     for _ in range(int(rng.integers(1, 5))):
         batch, n = int(rng.integers(0, 10)), int(rng.integers(1, 14))
         y_pred, y = tied_batch(rng, batch, n)
         score_dtype = score_dtypes[int(rng.integers(len(score_dtypes)))]
-        updates.append((y_pred.to(score_dtype), cast_labels(y, label_dtype)))
+        updates.append((y_pred.to(score_dtype).to(device), cast_labels(y, label_dtype).to(device)))
     return updates
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ignore_zero_hits", [True, False])
 @pytest.mark.parametrize("ties", ["first", "last"])
 @pytest.mark.parametrize(("metric", "gain"), VARIANTS, ids=VARIANT_IDS)
-def test_metric_matches_reference(metric, gain, ties, ignore_zero_hits):
+def test_metric_matches_reference(metric, gain, ties, ignore_zero_hits, device):
     rng = np.random.default_rng(seed_of(metric, gain, ties, ignore_zero_hits))
     for _ in range(12):
-        updates = _random_updates(rng)
+        updates = _random_updates(rng, device=device)
         top_k = random_k_list(rng, 8)
         threshold = THRESHOLDS[int(rng.integers(len(THRESHOLDS)))]
         m = build_metric(
@@ -142,9 +147,11 @@ def test_metric_matches_reference(metric, gain, ties, ignore_zero_hits):
             ignore_zero_hits=ignore_zero_hits,
             relevance_threshold=threshold,
             ties=ties,
+            device=device,
         )
         for output in updates:
             m.update(output)
+        assert m._sum_per_k.device.type == device
         expected = mean_values(updates, metric, top_k, threshold, ignore_zero_hits, ties, gain)
         assert m._sum_per_k.dtype == torch.float64
         assert m._num_examples.dtype == torch.int64
@@ -161,15 +168,17 @@ def test_metric_matches_reference(metric, gain, ties, ignore_zero_hits):
         assert_means(got, expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ties", ["first", "last"])
 @pytest.mark.parametrize("ignore_zero_hits", [True, False])
-def test_group_matches_reference(ignore_zero_hits, ties):
+def test_group_matches_reference(ignore_zero_hits, ties, device):
     rng = np.random.default_rng(11 + ignore_zero_hits)
     for _ in range(6):
-        updates = _random_updates(rng)
+        updates = _random_updates(rng, device=device)
         threshold = THRESHOLDS[int(rng.integers(len(THRESHOLDS)))]
         ks = {name: random_k_list(rng, 8) for name in METRIC_NAMES}
         common = {"ignore_zero_hits": ignore_zero_hits, "relevance_threshold": threshold, "ties": ties}
+        common["device"] = device
         members = {name: build_metric(name, ks[name], **common) for name in METRIC_NAMES}
         members["ndcg_lin"] = build_metric("ndcg", ks["ndcg"], "linear_rank", **common)
         group = RankingMetrics(members)

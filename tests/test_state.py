@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+import io
+import math
 
 import numpy as np
 import pytest
 import torch
+from ignite.engine import Engine, Events
 from ignite.exceptions import NotComputableError
-from reference import METRIC_NAMES, build_metric, tied_batch
+from reference import DEVICES, METRIC_NAMES, build_metric, tied_batch
 
-from ignite_ranking import MRR, NDCG, Precision, RankingMetrics, RPrecision
+from ignite_ranking import MRR, NDCG, HitRate, Precision, RankingMetrics, RPrecision
 
 KS = [1, 4, 20]
 
@@ -29,10 +32,15 @@ def _state_tensors(metric):
     return metric._sum_per_k.clone(), metric._num_examples.clone()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])
-def test_resume_mid_epoch_equals_an_uninterrupted_run(name, batches):
+def test_resume_mid_epoch_equals_an_uninterrupted_run(name, batches, device):
     def make():
-        return _group() if name == "group" else build_metric(name, KS)
+        if name == "group":
+            return RankingMetrics({n: build_metric(n, KS, device=device) for n in METRIC_NAMES})
+        return build_metric(name, KS, device=device)
+
+    batches = [(y_pred.to(device), y.to(device)) for y_pred, y in batches]
 
     uninterrupted = make()
     for output in batches:
@@ -88,48 +96,158 @@ def test_group_state_dict_round_trip(batches):
     assert restored.compute() == group.compute()
 
 
+def _saved(metric, sums, count):
+    """A state for ``metric`` with the given sums and count (and the metric's own settings)."""
+    return {
+        "__metric_state_per_rank": [
+            {"_sum_per_k": sums, "_num_examples": count, "_settings": metric.settings()}
+        ]
+    }
+
+
 @pytest.mark.parametrize(
-    ("source", "target"),
+    ("source", "target", "pattern"),
     [
-        (MRR([1, 2]), MRR([1, 2, 3])),
-        (NDCG([5, 10, 20]), NDCG([5])),
-        (Precision([1, 2]), RPrecision()),
-        (RPrecision(), MRR([1, 2])),
+        (MRR([1, 2]), MRR([1, 2, 3]), "top_k"),
+        (MRR([1, 2, 3]), MRR([1, 5, 10]), "top_k"),
+        (NDCG([5, 10, 20]), NDCG([5]), "top_k"),
+        (MRR([1, 5]), NDCG([1, 5]), "metric"),
+        (Precision([1, 2]), RPrecision(), "metric"),
+        (RPrecision(), MRR([1, 2]), "metric"),
+        (MRR([1]), MRR([1], relevance_threshold=2), "relevance_threshold"),
+        (MRR([1]), MRR([1], ignore_zero_hits=False), "ignore_zero_hits"),
+        (HitRate([1]), HitRate([1], ties="average"), "ties"),
+        (NDCG([3]), NDCG([3], gain_function="linear_rank"), "gain_function"),
     ],
-    ids=["mrr-2-to-3", "ndcg-3-to-1", "precision-2-to-rprec", "rprec-to-mrr-2"],
+    ids=[
+        "mrr-2-to-3",
+        "mrr-1.2.3-to-1.5.10",
+        "ndcg-3-to-1",
+        "mrr-to-ndcg",
+        "precision-to-rprec",
+        "rprec-to-mrr",
+        "threshold",
+        "ignore-zero-hits",
+        "ties",
+        "gain",
+    ],
 )
-def test_load_state_dict_refuses_another_number_of_cutoffs(source, target):
+def test_load_state_dict_refuses_a_state_of_other_settings(source, target, pattern):
     source.update((torch.tensor([[0.3, 0.9]]), torch.tensor([[1, 0]])))
     target.update((torch.tensor([[0.3, 0.9]]), torch.tensor([[0, 1]])))
     before = _state_tensors(target)
-    with pytest.raises(ValueError, match="cutoff"):
+    with pytest.raises(ValueError, match=pattern):
         target.load_state_dict(source.state_dict())
     after = _state_tensors(target)
     assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+def test_group_refuses_a_member_state_of_other_settings():
+    group = RankingMetrics(mrr=MRR([1, 2, 3]), ndcg=NDCG([5]))
+    other = RankingMetrics(mrr=MRR([1, 5, 10]), ndcg=NDCG([5]))
+    with pytest.raises(ValueError, match="top_k"):
+        other.load_state_dict(group.state_dict())
 
 
 def test_load_state_dict_refuses_missing_keys():
     metric = MRR([1])
     with pytest.raises(ValueError, match="_num_examples"):
         metric.load_state_dict({"__metric_state_per_rank": [{"_sum_per_k": torch.zeros(1)}]})
+    state = {"_sum_per_k": torch.zeros(1), "_num_examples": torch.tensor(0)}  # without settings
+    with pytest.raises(ValueError, match="_settings"):
+        metric.load_state_dict({"__metric_state_per_rank": [state]})
 
 
-def test_loaded_state_takes_the_accumulation_dtypes():
+@pytest.mark.parametrize(
+    ("count", "error"),
+    [
+        (2.7, TypeError),
+        (torch.tensor(2.7), TypeError),
+        (torch.tensor(3.0), TypeError),
+        (True, TypeError),
+        (torch.tensor(True), TypeError),
+        (torch.tensor([1, 2]), TypeError),
+        ("3", TypeError),
+        (-2, ValueError),
+        (torch.tensor(-2), ValueError),
+    ],
+    ids=repr,
+)
+def test_load_state_dict_refuses_a_count_that_is_not_a_non_negative_integer(count, error):
     metric = MRR([1, 2])
-    state = {"_sum_per_k": torch.tensor([1.0, 2.0], dtype=torch.float32), "_num_examples": 4}
-    metric.load_state_dict({"__metric_state_per_rank": [state]})
+    metric.update((torch.tensor([[0.3, 0.9]]), torch.tensor([[1, 0]])))
+    before = _state_tensors(metric)
+    with pytest.raises(error, match="_num_examples"):
+        metric.load_state_dict(_saved(metric, torch.tensor([1.0, 2.0], dtype=torch.float64), count))
+    after = _state_tensors(metric)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+@pytest.mark.parametrize(
+    ("sums", "error"),
+    [
+        (torch.tensor([1.0, math.nan], dtype=torch.float64), ValueError),
+        (torch.tensor([1.0, math.inf], dtype=torch.float64), ValueError),
+        (torch.tensor([1, 2]), TypeError),
+        ([1.0, 2.0], TypeError),
+        (torch.zeros(3, dtype=torch.float64), ValueError),
+    ],
+    ids=["nan", "inf", "int", "list", "shape"],
+)
+def test_load_state_dict_refuses_bad_sums(sums, error):
+    metric = MRR([1, 2])
+    with pytest.raises(error, match="_sum_per_k"):
+        metric.load_state_dict(_saved(metric, sums, 3))
+
+
+@pytest.mark.parametrize("count", [4, np.int64(4), torch.tensor(4, dtype=torch.int32), torch.tensor([4])])
+def test_loaded_state_takes_the_accumulation_dtypes(count):
+    metric = MRR([1, 2])
+    metric.load_state_dict(_saved(metric, torch.tensor([1.0, 2.0], dtype=torch.float32), count))
     assert metric._sum_per_k.dtype == torch.float64
-    assert metric._num_examples.dtype == torch.int64
+    assert metric._num_examples.dtype == torch.int64 and metric._num_examples.shape == ()
     assert metric.compute() == [0.25, 0.5]
+
+
+def test_state_survives_torch_save_with_weights_only_loading(batches):
+    group = _group()
+    for output in batches[:2]:
+        group.update(output)
+    buffer = io.BytesIO()
+    torch.save(group.state_dict(), buffer)
+    buffer.seek(0)
+    restored = _group()
+    restored.load_state_dict(torch.load(buffer, weights_only=True))
+    assert restored.compute() == group.compute()
+
+
+def test_ignite_checkpoint_saves_and_restores_a_group(tmp_path, batches):
+    from ignite.handlers import Checkpoint, DiskSaver
+
+    group = _group()
+    for output in batches[:3]:
+        group.update(output)
+    engine = Engine(lambda engine, batch: None)
+    checkpoint = Checkpoint({"metrics": group}, DiskSaver(tmp_path, require_empty=False))
+    engine.add_event_handler(Events.COMPLETED, checkpoint)
+    engine.run([0])
+    restored = _group()
+    Checkpoint.load_objects({"metrics": restored}, tmp_path / checkpoint.last_checkpoint)
+    for metric in (group, restored):
+        for output in batches[3:]:
+            metric.update(output)
+    assert restored.compute() == group.compute()
+    # A checkpoint of other cutoffs is refused by Checkpoint.load_objects too.
+    other = RankingMetrics({name: build_metric(name, [1, 5, 20]) for name in METRIC_NAMES})
+    with pytest.raises(ValueError, match="top_k"):
+        Checkpoint.load_objects({"metrics": other}, tmp_path / checkpoint.last_checkpoint)
 
 
 @pytest.mark.parametrize("count", [2**24, 2**24 + 1, 2**40 + 7])
 def test_count_and_mean_stay_exact_past_float32_range(count):
     metric = MRR([1, 2])
     sums = torch.tensor([count / 2, count], dtype=torch.float64)  # RR@1 = 0.5, RR@2 = 1 so far
-    metric.load_state_dict(
-        {"__metric_state_per_rank": [{"_sum_per_k": sums, "_num_examples": torch.tensor(count)}]}
-    )
+    metric.load_state_dict(_saved(metric, sums, torch.tensor(count)))
     # Three more queries, each with the relevant item first: RR@1 = RR@2 = 1.
     y_pred = torch.tensor([[0.9, 0.1]] * 3)
     y = torch.tensor([[1, 0]] * 3)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from reference import functional_values, ranked_values
+from reference import DEVICES, functional_values, ranked_values
 
 from ignite_ranking import MRR, NDCG, RankingMetrics, Recall
 from ignite_ranking import functional as F
@@ -47,8 +47,9 @@ def random_tied_batch(generator, batch, num_items):
     return scores, labels
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("seed", range(40))
-def test_average_equals_mean_over_every_order_of_every_tied_block(seed):
+def test_average_equals_mean_over_every_order_of_every_tied_block(seed, device):
     generator = torch.Generator().manual_seed(seed)
     num_items = int(torch.randint(1, 8, (), generator=generator))
     y_pred, y = random_tied_batch(generator, 3, num_items)
@@ -56,7 +57,7 @@ def test_average_equals_mean_over_every_order_of_every_tied_block(seed):
     gain_function = ("exp_rank", "linear_rank")[seed % 2]
     # Small cutoffs put ties across the cutoff; one beyond the row covers everything.
     cutoffs = sorted({1, 2, int(torch.randint(1, num_items + 3, (), generator=generator))})
-    got = ours(y_pred, y, cutoffs, threshold, gain_function, "average")
+    got = ours(y_pred.to(device), y.to(device), cutoffs, threshold, gain_function, "average")
     for b in range(y_pred.shape[0]):
         expected = mean_over_tie_orders(y_pred[b].tolist(), y[b].tolist(), threshold, cutoffs, gain_function)
         for name, values in expected.items():

@@ -146,7 +146,7 @@ def ndcg(
     Gains are computed in float64 from the labels of relevant items (others gain 0); IDCG@k is the
     DCG@k of the row's own labels in descending order.
     """
-    check_gain_function(gain_function)
+    check_gain_function(gain_function, check_threshold(relevance_threshold))
 
     def score(ranked: RankedBatch, cutoffs: list[int]) -> torch.Tensor:
         return scoring.ndcg(ranked, cutoffs, gain_function)

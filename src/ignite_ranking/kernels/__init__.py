@@ -2,13 +2,15 @@
 
 from . import scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
-from .inputs import check_inputs, check_threshold, normalize_top_k
+from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
 
 __all__ = [
     "GAIN_FUNCTIONS",
     "TIE_POLICIES",
+    "ArgumentTypeError",
     "RankedBatch",
+    "check_flag",
     "check_gain_function",
     "check_inputs",
     "check_threshold",

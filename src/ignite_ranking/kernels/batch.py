@@ -10,26 +10,87 @@ import torch
 if TYPE_CHECKING:
     from .ties import TieBlocks
 
-__all__ = ["GAIN_FUNCTIONS", "RankedBatch", "check_gain_function", "gain"]
+__all__ = ["GAIN_FUNCTIONS", "RankedBatch", "check_gain_function", "gain", "ideal_order"]
 
-_GAINS = {
-    "exp_rank": lambda labels: torch.exp2(labels) - 1.0,
-    "linear_rank": lambda labels: labels,
-}
-GAIN_FUNCTIONS = tuple(_GAINS)
+GAIN_FUNCTIONS = ("exp_rank", "linear_rank")
+# Beyond these a row's gains are scaled (see ``gain``): below them, a sum of up to 2**62 gains
+# stays below 2**1023 and is finite in float64.
+_EXP_SCALE_FROM = 960.0
+_LINEAR_SCALE_FROM = 2.0**960
 
 
-def check_gain_function(gain_function: object) -> str:
-    """Returns ``gain_function`` if it names a gain, else raises ``ValueError``."""
-    if gain_function not in _GAINS:
+def check_gain_function(gain_function: object, relevance_threshold: float | None = None) -> str:
+    """Returns ``gain_function`` if it names a gain, else raises ``ValueError``.
+
+    Linear gains of relevant labels below ``-2**960`` (possible only with a
+    ``relevance_threshold`` that low) could not be summed in float64, so such a threshold is
+    refused for ``"linear_rank"``.
+    """
+    if gain_function not in GAIN_FUNCTIONS:
         raise ValueError(f"gain_function must be 'exp_rank' or 'linear_rank', got {gain_function!r}.")
+    low = relevance_threshold is not None and relevance_threshold < -_LINEAR_SCALE_FROM
+    if gain_function == "linear_rank" and low:
+        raise ValueError(
+            "relevance_threshold must be >= -2**960 with gain_function='linear_rank' (the linear "
+            f"gains of lower relevant labels overflow float64 sums), got {relevance_threshold}."
+        )
     return gain_function  # type: ignore[return-value]
 
 
-def gain(labels: torch.Tensor, relevant: torch.Tensor, gain_function: str) -> torch.Tensor:
-    """Float64 gains of ``labels``: ``2**label - 1`` or ``label`` where relevant, else 0."""
-    values = _GAINS[gain_function](labels.to(torch.float64))
+def gain(
+    labels: torch.Tensor, relevant: torch.Tensor, gain_function: str, top: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Float64 gains of ``labels``: ``2**label - 1`` or ``label`` where relevant, else 0.
+
+    ``top``, each row's largest relevant label (broadcastable to ``labels``), makes the gains of
+    a row whose largest gain would overflow a float64 sum (an exponential gain of a grade above
+    960, a linear one above 2**960, or a ``+inf`` label) relative to that largest gain: divided
+    by ``2**top`` or ``top``. Ratios of one row's gains, such as NDCG, are unchanged; a ``+inf``
+    label gains 1 and every finite one 0, the limit as its grade grows. Other rows are exact
+    and unscaled.
+    """
+    labels = labels.to(torch.float64)
+    if gain_function == "exp_rank":
+        if top is None:
+            values = torch.exp2(labels) - 1.0
+        else:
+            shift = torch.where(top > _EXP_SCALE_FROM, top, torch.zeros_like(top))
+            # l - l is NaN for l = inf: the largest label's exponent is 0 by definition.
+            exponent = torch.where(labels == shift, torch.zeros_like(labels), labels - shift)
+            values = torch.exp2(exponent) - torch.exp2(-shift)
+    else:
+        if top is None:
+            values = labels
+        else:
+            scale = torch.where(top > _LINEAR_SCALE_FROM, top, torch.ones_like(top))
+            values = torch.where(labels == scale, torch.ones_like(labels), labels / scale)
     return torch.where(relevant, values, torch.zeros_like(values))
+
+
+def ideal_order(
+    labels: torch.Tensor, threshold: float | int, best: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Labels of each row's ``K`` largest gains in descending order of gain, and their relevance.
+
+    Args:
+        labels: ``(batch, num_items)`` labels, compared with ``threshold`` as is.
+        threshold: an item is relevant iff its label is ``>= threshold``.
+        best: ``(batch, K)`` each row's K largest labels, descending.
+
+    Both gains grow with the label and a non-relevant item gains 0. With ``threshold >= 0``
+    every relevant label is ``>= 0`` and outranks every non-relevant one, so the label order is
+    the gain order and ``best`` is the answer. Below 0, a relevant item of negative label gains
+    less than a non-relevant one, so the order comes from the labels with those of non-relevant
+    items replaced by 0 (which then read as relevant with gain 0).
+
+    Returns:
+        Two ``(batch, K)`` float64 tensors: the labels, and 1.0/0.0 relevance.
+    """
+    if threshold < 0 and best.shape[1]:
+        zero = torch.zeros((), dtype=labels.dtype, device=labels.device)
+        key = torch.where(labels >= threshold, labels, zero)
+        best = torch.topk(key, best.shape[1], dim=1).values
+    return best.to(torch.float64), (best >= threshold).to(torch.float64)
 
 
 @dataclass
@@ -42,8 +103,8 @@ class RankedBatch:
             ``ties="average"`` the probability that it is (its tied block's relevant share).
         num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K);
             for a batch ranked with ``count=False``, 1.0 if the row has any and 0.0 if not.
-        ideal_labels: ``(batch, K)`` each row's K largest labels, descending, or None when the
-            batch was ranked without ``ideal=True``.
+        ideal_labels: ``(batch, K)`` the labels of each row's K largest gains, descending (see
+            :func:`ideal_order`), or None when the batch was ranked without ``ideal=True``.
         ideal_relevant: ``(batch, K)`` relevance of ``ideal_labels`` (1.0/0.0), or None.
         blocks: the tied blocks under ``ties="average"``, else None.
     """
@@ -61,21 +122,35 @@ class RankedBatch:
         """K, the number of ranked positions held per row."""
         return self.labels.shape[1]
 
+    def _top(self) -> torch.Tensor | None:
+        """``(batch,)`` each row's largest relevant label (for a row with any), or None."""
+        if self.ideal_labels is None or self.ideal_labels.shape[1] == 0:
+            return None
+        return self.ideal_labels[:, 0]
+
     def gains(self, gain_function: str) -> torch.Tensor:
-        """``(batch, K)`` gain of the item at each rank (its expected gain under ``"average"``)."""
+        """``(batch, K)`` gain of the item at each rank (its expected gain under ``"average"``).
+
+        With ideal labels at hand, a row whose largest gain would overflow a float64 sum has
+        all its gains (ranked and ideal alike) divided by that largest gain, see :func:`gain`.
+        """
         key = ("ranked", gain_function)
         if key not in self._gain_cache:
+            top = self._top()
             if self.blocks is not None:
-                self._gain_cache[key] = self.blocks.mean_gains(gain_function)
+                self._gain_cache[key] = self.blocks.mean_gains(gain_function, top)
             else:
-                self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function)
+                top = None if top is None else top[:, None]
+                self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function, top)
         return self._gain_cache[key]
 
     def ideal_gains(self, gain_function: str) -> torch.Tensor:
-        """``(batch, K)`` the K largest gains of each row, descending."""
+        """``(batch, K)`` the K largest gains of each row, descending, scaled as :meth:`gains`."""
         if self.ideal_labels is None or self.ideal_relevant is None:
             raise RuntimeError("this batch was ranked without ideal=True")
         key = ("ideal", gain_function)
         if key not in self._gain_cache:
-            self._gain_cache[key] = gain(self.ideal_labels, self.ideal_relevant > 0, gain_function)
+            top = self._top()
+            top = None if top is None else top[:, None]
+            self._gain_cache[key] = gain(self.ideal_labels, self.ideal_relevant > 0, gain_function, top)
         return self._gain_cache[key]

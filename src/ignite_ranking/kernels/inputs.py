@@ -1,12 +1,16 @@
-"""Checks on ``(y_pred, y)`` and exact relevance tests on labels of any real dtype."""
+"""Checks on ``(y_pred, y)`` and the arguments, and exact relevance tests on labels of any real dtype."""
 
 from __future__ import annotations
 
 import math
+import numbers
 
+import numpy as np
 import torch
 
 __all__ = [
+    "ArgumentTypeError",
+    "check_flag",
     "check_inputs",
     "check_threshold",
     "comparable_labels",
@@ -18,25 +22,41 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _LABEL_DTYPES = (
     torch.bool,
     torch.uint8,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
     torch.int8,
     torch.int16,
     torch.int32,
     torch.int64,
     *_FLOAT_DTYPES,
 )
+# Few CPU kernels (comparison, topk, gather) take these: their labels are compared as the next
+# wider signed dtype, which holds every value.
+_WIDER = {torch.uint16: torch.int32, torch.uint32: torch.int64}
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong type: a ``TypeError`` that is also a ``ValueError``.
+
+    Where Ignite's own metrics raise ``ValueError`` for a wrong type (``HitRate``'s ``top_k``)
+    and others ``TypeError`` (``NDCG``'s), ``except`` clauses written for either keep working.
+    """
 
 
 def check_inputs(y_pred: object, y: object) -> None:
     """Refuses anything that is not a pair of same-shaped 2-D real tensors without NaN scores.
 
     Raises:
-        TypeError: an argument is not a tensor, or has a dtype we cannot rank or score.
+        TypeError: an argument is not a dense tensor, or has a dtype we cannot rank or score.
         ValueError: the shapes, dimensions or devices differ from ``(batch, num_items)`` pairs,
-            or ``y_pred`` or ``y`` holds NaN.
+            a tensor is on the ``meta`` device, ``y_pred`` or ``y`` holds NaN, or ``uint64``
+            labels reach 2**63.
     """
     for name, value in (("y_pred", y_pred), ("y", y)):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of shape (batch, num_items), got {type(value)}.")
+        _check_readable(name, value)
     assert isinstance(y_pred, torch.Tensor) and isinstance(y, torch.Tensor)
     if y_pred.dtype not in _FLOAT_DTYPES:
         raise TypeError(
@@ -61,25 +81,47 @@ def check_inputs(y_pred: object, y: object) -> None:
         raise ValueError("y_pred must not contain NaN; mask items with -inf instead.")
     if y.is_floating_point() and torch.isnan(y.amax(dim=1)).any():
         raise ValueError("y must not contain NaN labels.")
+    if y.dtype == torch.uint64 and (y.view(torch.int64) < 0).any():
+        raise ValueError(
+            "y must hold uint64 labels below 2**63 (they are compared as int64), got larger ones."
+        )
+
+
+def _check_readable(name: str, value: torch.Tensor) -> None:
+    """Refuses tensors whose values the kernels cannot read: sparse layouts and the meta device."""
+    if value.layout != torch.strided:
+        raise TypeError(
+            f"{name} must be a dense (strided) tensor, got layout {value.layout}; use .to_dense()."
+        )
+    if value.is_meta:
+        raise ValueError(f"{name} is on the meta device, which holds no values; pass a tensor with data.")
 
 
 def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torch.Tensor, float | int]:
-    """Labels and a threshold such that ``labels >= threshold`` is exactly
-    ``float64(y) >= relevance_threshold``, comparing in the labels' own dtype where possible.
+    """Labels and a threshold such that ``labels >= threshold`` is exactly ``y >= relevance_threshold``
+    on the labels' stored values, comparing in the labels' own dtype where possible.
 
     Floating labels get the smallest value of their dtype that is ``>= relevance_threshold``;
-    integer labels get its ceiling. Bool labels are viewed as uint8 (no copy). Only a threshold
-    outside an integer dtype's range makes a float64 copy of the labels.
+    integer labels get its ceiling, so they compare exactly also past 2**53. Bool labels are
+    viewed as uint8 and uint64 as int64 (no copy; :func:`check_inputs` refuses values of 2**63
+    or more), uint16/uint32 labels are widened to int32/int64. Only a threshold above an integer
+    dtype's range (nothing is relevant) makes a float64 copy of the labels.
     """
     labels = y.view(torch.uint8) if y.dtype == torch.bool else y
+    if labels.dtype == torch.uint64:
+        labels = labels.view(torch.int64)
+    elif labels.dtype in _WIDER:
+        labels = labels.to(_WIDER[labels.dtype])
     if labels.is_floating_point():
         t = torch.tensor(relevance_threshold, dtype=labels.dtype)
         if t.item() < relevance_threshold:
             t = torch.nextafter(t, torch.tensor(math.inf, dtype=labels.dtype))
         return labels, t.item()
     info = torch.iinfo(labels.dtype)
-    if math.isinf(relevance_threshold) or not info.min <= math.ceil(relevance_threshold) <= info.max:
-        return labels.to(torch.float64), relevance_threshold
+    if relevance_threshold <= info.min:
+        return labels, info.min  # everything is relevant
+    if relevance_threshold > info.max:
+        return labels.to(torch.float64), math.inf  # nothing is
     return labels, math.ceil(relevance_threshold)
 
 
@@ -103,34 +145,51 @@ def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
     return counts.to(torch.float64)
 
 
+def _is_int(value: object) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def normalize_top_k(top_k: object) -> list[int]:
     """Cutoffs as an ascending list of distinct positive ints.
 
+    Python and NumPy integers are accepted, bools are not.
+
     Raises:
-        TypeError: ``top_k`` is not an int or a list/tuple of ints (bools are refused).
+        ArgumentTypeError: ``top_k`` is not an int or a list/tuple of ints (a ``TypeError``,
+            and a ``ValueError`` as Ignite's ``HitRate`` raises).
         ValueError: it is empty, or holds a value below 1.
     """
-    values = [top_k] if isinstance(top_k, int) and not isinstance(top_k, bool) else top_k
+    values = [top_k] if _is_int(top_k) else top_k
     if not isinstance(values, (list, tuple)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"top_k must be a positive int or a list of positive ints, got {type(top_k).__name__}."
         )
     if not values:
         raise ValueError("top_k must hold at least one positive int, got an empty list.")
     for k in values:
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise TypeError(f"top_k must hold positive ints only, got {k!r} of type {type(k).__name__}.")
+        if not _is_int(k):
+            raise ArgumentTypeError(
+                f"top_k must hold positive ints only, got {k!r} of type {type(k).__name__}."
+            )
         if k < 1:
             raise ValueError(f"top_k must hold positive ints only, got {k}.")
-    return sorted(set(values))
+    return sorted({int(k) for k in values})
 
 
 def check_threshold(relevance_threshold: object) -> float:
-    """``relevance_threshold`` as a float; refuses bools, non-numbers and NaN."""
-    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, (int, float)):
+    """``relevance_threshold`` as a float; takes Python and NumPy numbers, refuses bools and NaN."""
+    if isinstance(relevance_threshold, (bool, np.bool_)) or not isinstance(relevance_threshold, numbers.Real):
         raise TypeError(
             f"relevance_threshold must be a real number, got {type(relevance_threshold).__name__}."
         )
     if math.isnan(relevance_threshold):
         raise ValueError("relevance_threshold must be a real number, got nan.")
     return float(relevance_threshold)
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` as a bool; takes Python and NumPy bools only (not 0/1, which may be a mistake)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} of type {type(value).__name__}.")
+    return bool(value)

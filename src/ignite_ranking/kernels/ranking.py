@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from .batch import RankedBatch
+from .batch import RankedBatch, ideal_order
 from .inputs import comparable_labels, count_relevant
 from .ties import tie_blocks
 
@@ -167,9 +167,7 @@ def rank_batch(
         num_relevant=num_relevant,
     )
     if best is not None:
-        best = best[:, :depth]
-        batch.ideal_labels = best.to(torch.float64)
-        batch.ideal_relevant = (best >= threshold).to(torch.float64)
+        batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     if ties == "average":
         blocks = tie_blocks(y_pred, labels, threshold, indices, relevant, crossing)
         batch.blocks = blocks

@@ -48,7 +48,9 @@ def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
 def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """``1 / rank`` of the first relevant item if that rank is ``<= k``, else 0."""
     if ranked.depth == 0:
-        return torch.zeros(ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64)
+        return torch.zeros(
+            ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64, device=ranked.relevant.device
+        )
     if ranked.blocks is not None:
         return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
     relevant = ranked.relevant > 0

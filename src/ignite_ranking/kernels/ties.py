@@ -66,13 +66,19 @@ class TieBlocks:
         ids = self.block_id[self.crossing]
         return ids == ids[:, -1:]
 
-    def mean_gains(self, gain_function: str) -> torch.Tensor:
-        """Expected gain at each rank: the block's total gain over its size."""
-        sums = self._per_block(gain(self.ranked_labels, self.ranked_relevant, gain_function))
+    def mean_gains(self, gain_function: str, top: torch.Tensor | None = None) -> torch.Tensor:
+        """Expected gain at each rank: the block's total gain over its size.
+
+        ``top``: ``(batch,)`` each row's largest relevant label, to scale gains as
+        :func:`~ignite_ranking.kernels.batch.gain` does.
+        """
+        ranked_top = None if top is None else top[:, None]
+        sums = self._per_block(gain(self.ranked_labels, self.ranked_relevant, gain_function, ranked_top))
         if self.crossing.numel():
             tail = torch.zeros(self.crossing.numel(), dtype=torch.float64, device=sums.device)
             every = torch.ones_like(self.tail_labels, dtype=torch.bool)
-            tail.index_add_(0, self.tail_rows, gain(self.tail_labels, every, gain_function))
+            tail_top = None if top is None else top[self.crossing][self.tail_rows]
+            tail.index_add_(0, self.tail_rows, gain(self.tail_labels, every, gain_function, tail_top))
             rows = sums[self.crossing]
             sums[self.crossing] = torch.where(self._last_block(), tail[:, None], rows)
         return sums / self.size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import numbers
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
@@ -9,16 +11,30 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import RankedBatch, check_inputs, check_threshold, check_ties, normalize_top_k, rank_batch
+from ..kernels import (
+    ArgumentTypeError,
+    RankedBatch,
+    check_flag,
+    check_inputs,
+    check_threshold,
+    check_ties,
+    normalize_top_k,
+    rank_batch,
+)
 
 __all__ = ["RankingMetric", "unpack_output"]
+
+# The key of a saved state that says what it is a state of (see RankingMetric.settings).
+_SETTINGS = "_settings"
 
 
 def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
     """``(y_pred, y)`` from an update's output, refusing anything but a pair of tensors."""
-    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)) or len(output) != 2:
-        shown = f"a sequence of length {len(output)}" if isinstance(output, Sequence) else type(output)
-        raise ValueError(f"output must be a pair (y_pred, y), got {shown}.")
+    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
+        # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
+        raise ArgumentTypeError(f"output must be a pair (y_pred, y), got {type(output)}.")
+    if len(output) != 2:
+        raise ValueError(f"output must be a pair (y_pred, y), got a sequence of length {len(output)}.")
     y_pred, y = output
     check_inputs(y_pred, y)
     return y_pred.detach(), y.detach()
@@ -40,6 +56,8 @@ class RankingMetric(Metric):
     covers_relevant = False
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
+    # The arguments that change what the sums mean; ``settings()`` saves them with the state.
+    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties")
 
     def __init__(
         self,
@@ -53,9 +71,7 @@ class RankingMetric(Metric):
         ties: str = "first",
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
-        if not isinstance(ignore_zero_hits, bool):
-            raise TypeError(f"ignore_zero_hits must be a bool, got {type(ignore_zero_hits).__name__}.")
-        self.ignore_zero_hits = ignore_zero_hits
+        self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
@@ -115,22 +131,90 @@ class RankingMetric(Metric):
         means = (self._sum_per_k / self._num_examples).tolist()
         return means if self.top_k is not None else means[0]
 
+    def settings(self) -> dict:
+        """What the state means: the metric's ``name`` and the arguments that change its numbers.
+
+        ``state_dict()`` saves it next to the sums, and ``load_state_dict()`` refuses a state
+        whose settings differ from the metric's own.
+
+        Example:
+            >>> from ignite_ranking import NDCG
+            >>> NDCG(top_k=[10, 5], gain_function="linear_rank").settings()  # doctest: +NORMALIZE_WHITESPACE
+            {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
+             'ties': 'first', 'gain_function': 'linear_rank'}
+        """
+        return {"metric": self.name, **{key: copy.copy(getattr(self, key)) for key in self._settings_keys}}
+
     def _state_dict_per_rank(self) -> OrderedDict:
         # Copies, so that later updates never change a state the user saved.
-        return OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
+        state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
+        state[_SETTINGS] = self.settings()
+        return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
-        missing = [key for key in self._state_dict_all_req_keys if key not in state_dict]
+        # Every check comes first, so that a refused state leaves the metric as it was.
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
+        missing = [key for key in (*self._state_dict_all_req_keys, _SETTINGS) if key not in state_dict]
         if missing:
             raise ValueError(
                 f"state_dict lacks {missing}; pass what {type(self).__name__}.state_dict() returned."
             )
-        sums, count = state_dict["_sum_per_k"], state_dict["_num_examples"]
-        if not isinstance(sums, torch.Tensor) or sums.shape != (self.num_values,):
-            shape = tuple(sums.shape) if isinstance(sums, torch.Tensor) else type(sums).__name__
-            raise ValueError(
-                f"state_dict holds sums of shape {shape}, but this {type(self).__name__} has "
-                f"{self.num_values} cutoff(s)."
-            )
+        self._check_settings(state_dict[_SETTINGS])
+        sums = _loaded_sums(state_dict["_sum_per_k"], self.num_values)
+        count = _loaded_count(state_dict["_num_examples"])
         self._sum_per_k = sums.to(device=self._device, dtype=torch.float64).clone()
-        self._num_examples = torch.as_tensor(count, dtype=torch.int64).to(self._device).clone()
+        self._num_examples = torch.tensor(count, dtype=torch.int64, device=self._device)
+
+    def _check_settings(self, saved: object) -> None:
+        own = self.settings()
+        if not isinstance(saved, Mapping):
+            raise TypeError(f"state_dict['{_SETTINGS}'] must be a mapping, got {type(saved).__name__}.")
+        differ = [
+            f"{key} (saved {saved[key]!r}, here {own[key]!r})" if key in saved else f"{key} (not saved)"
+            for key in own
+            if key not in saved or saved[key] != own[key]
+        ]
+        if differ:
+            raise ValueError(
+                f"state_dict was saved by a metric with other settings than this {type(self).__name__}, "
+                f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
+                "metric built with the same arguments."
+            )
+
+
+def _loaded_sums(sums: object, num_values: int) -> torch.Tensor:
+    """The per-cutoff sums of a saved state, refusing a wrong type, shape or a non-finite sum."""
+    if not isinstance(sums, torch.Tensor) or not sums.is_floating_point():
+        shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
+        raise TypeError(f"state_dict['_sum_per_k'] must be a floating tensor, got {shown}.")
+    if sums.shape != (num_values,):
+        raise ValueError(
+            f"state_dict['_sum_per_k'] must have shape ({num_values},), one sum per cutoff, "
+            f"got {tuple(sums.shape)}."
+        )
+    if not torch.isfinite(sums).all():
+        raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
+    return sums
+
+
+def _loaded_count(count: object) -> int:
+    """The query count of a saved state as an int, refusing anything but a non-negative integer."""
+    if isinstance(count, torch.Tensor):
+        integral = count.numel() == 1 and not count.is_floating_point() and not count.is_complex()
+        if not integral or count.dtype == torch.bool:
+            raise TypeError(
+                f"state_dict['_num_examples'] must be a non-negative integer, got a {count.dtype} "
+                f"tensor of shape {tuple(count.shape)}."
+            )
+        count = int(count.item())
+    elif isinstance(count, numbers.Integral) and not isinstance(count, bool):
+        count = int(count)
+    else:
+        raise TypeError(
+            f"state_dict['_num_examples'] must be a non-negative integer, got {count!r} of type "
+            f"{type(count).__name__}."
+        )
+    if count < 0:
+        raise ValueError(f"state_dict['_num_examples'] must be a non-negative integer, got {count}.")
+    return count

@@ -35,6 +35,7 @@ class NDCG(RankingMetric):
 
     name = "ndcg"
     needs_ideal = True
+    _settings_keys = (*RankingMetric._settings_keys, "gain_function")
 
     def __init__(
         self,
@@ -48,10 +49,10 @@ class NDCG(RankingMetric):
         *,
         ties: str = "first",
     ):
-        self.gain_function = check_gain_function(gain_function)
         super().__init__(
             top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
         )
+        self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return scoring.ndcg(ranked, self.top_k, self.gain_function)

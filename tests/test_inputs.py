@@ -1,0 +1,213 @@
+"""Inputs at the edges: unsigned and huge integer labels, NumPy scalars as arguments, tensors
+whose values cannot be read, and the exception types Ignite's own metrics raise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from ignite.metrics import NDCG as IgniteNDCG
+from ignite.metrics import HitRate as IgniteHitRate
+from reference import DEVICES, METRIC_NAMES, build_metric, functional_values, tied_batch
+
+from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics
+from ignite_ranking import functional as F
+
+KS = [1, 3, 10]
+GOOD = (torch.tensor([[0.5, 0.2, 0.9]]), torch.tensor([[1, 0, 1]]))
+
+# --------------------------------------------------------------------------- unsigned labels
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+@pytest.mark.parametrize("ties", ["first", "optimistic", "average"])
+@pytest.mark.parametrize("threshold", [1.0, 2.5, 0.0, -1.0, 1e30])
+def test_unsigned_labels_give_the_values_of_the_same_int64_labels(dtype, ties, threshold, device):
+    rng = np.random.default_rng(5)
+    y_pred, y = tied_batch(rng, 7, 9)
+    y_pred, y = y_pred.to(device), y.to(device=device, dtype=torch.int64)
+    for name in METRIC_NAMES:
+        got = functional_values(name, y_pred, y.to(dtype), KS, threshold, ties)
+        assert torch.equal(got, functional_values(name, y_pred, y, KS, threshold, ties)), name
+    group = RankingMetrics({name: build_metric(name, KS, ties=ties) for name in METRIC_NAMES})
+    same = RankingMetrics({name: build_metric(name, KS, ties=ties) for name in METRIC_NAMES})
+    group.update((y_pred, y.to(dtype)))
+    same.update((y_pred, y))
+    if threshold <= 1.0:
+        assert group.compute() == same.compute()
+
+
+def test_unsigned_labels_beyond_the_signed_range_of_their_width():
+    y_pred = torch.tensor([[0.9, 0.5, 0.1]])
+    # (label, the next float64 threshold above it); thresholds are float64 numbers.
+    big = {
+        torch.uint16: (60000, 60001),
+        torch.uint32: (4_000_000_000, 4_000_000_001),
+        torch.uint64: (2**62, 2**62 + 1024),
+    }
+    for dtype, (value, above) in big.items():
+        y = torch.tensor([[0, value, 1]]).to(dtype)
+        assert F.reciprocal_rank(y_pred, y, [3], relevance_threshold=value).tolist() == [[0.5]]
+        assert F.reciprocal_rank(y_pred, y, [3], relevance_threshold=above).tolist() == [[0.0]]
+
+
+def test_uint64_labels_from_2_to_the_63_are_refused():
+    y = torch.tensor([[0, 2**63, 1]], dtype=torch.uint64)
+    metric = MRR([3])
+    with pytest.raises(ValueError, match="uint64"):
+        metric.update((torch.rand(1, 3), y))
+    with pytest.raises(ValueError, match="uint64"):
+        F.ndcg(torch.rand(1, 3), y, [3])
+
+
+# --------------------------------------------------------------------------- exact relevance of integers
+
+
+@pytest.mark.parametrize(
+    ("label", "threshold", "relevant"),
+    [
+        (2**53 + 3, float(2**53 + 4), False),  # float64(2**53 + 3) is 2**53 + 4
+        (2**53 + 4, float(2**53 + 4), True),
+        (2**53 + 1, float(2**53), True),
+        (2**63 - 1, float(2**63), False),  # float64(2**63 - 1) is 2**63
+        (-(2**63), -float(2**63), True),
+        (-(2**63), -1e30, True),
+        (2**63 - 1, 1e30, False),
+        (2**63 - 1, math.inf, False),
+        (-(2**63), -math.inf, True),
+    ],
+)
+def test_integer_labels_compare_exactly_past_2_to_the_53(label, threshold, relevant):
+    y = torch.tensor([[label, 0]], dtype=torch.int64)
+    y_pred = torch.tensor([[0.9, 0.1]])
+    got = F.hit_rate(y_pred, y, [1], relevance_threshold=threshold).item()
+    assert got == float(relevant)
+    # The test is on the integer itself, not on its float64 value:
+    assert relevant == (label >= threshold if math.isinf(threshold) else label >= int(threshold))
+
+
+# --------------------------------------------------------------------------- NumPy scalars
+
+
+def test_numpy_scalars_are_accepted_where_python_ones_are():
+    y_pred, y = tied_batch(np.random.default_rng(2), 6, 8)
+    plain = NDCG([1, 3], ignore_zero_hits=False, relevance_threshold=2.0)
+    numpy = NDCG(
+        [np.int64(1), np.int32(3)], ignore_zero_hits=np.bool_(False), relevance_threshold=np.float32(2)
+    )
+    assert numpy.top_k == [1, 3] and all(type(k) is int for k in numpy.top_k)
+    assert numpy.ignore_zero_hits is False and type(numpy.relevance_threshold) is float
+    for metric in (plain, numpy):
+        metric.update((y_pred, y))
+    assert numpy.compute() == plain.compute()
+    assert HitRate(np.int64(3)).top_k == [3]
+    assert torch.equal(F.recall(y_pred, y, np.uint8(3), np.int16(2)), F.recall(y_pred, y, 3, 2))
+    numpy.load_state_dict(plain.state_dict())  # the settings are plain Python values
+
+
+@pytest.mark.parametrize("value", [np.bool_(True), np.array([1]), np.float64(1.0)])
+def test_numpy_values_that_are_not_numbers_are_refused_as_thresholds(value):
+    if isinstance(value, np.floating):
+        assert MRR(KS, relevance_threshold=value).relevance_threshold == 1.0
+        return
+    with pytest.raises(TypeError, match="relevance_threshold"):
+        MRR(KS, relevance_threshold=value)
+
+
+# --------------------------------------------------------------------------- unreadable tensors
+
+
+def _meta(t):
+    return torch.empty(t.shape, dtype=t.dtype, device="meta")
+
+
+UNREADABLE = [
+    ("meta-scores", lambda: (_meta(GOOD[0]), GOOD[1]), ValueError, "y_pred.*meta"),
+    ("meta-both", lambda: (_meta(GOOD[0]), _meta(GOOD[1])), ValueError, "y_pred.*meta"),
+    ("meta-labels", lambda: (GOOD[0], _meta(GOOD[1])), ValueError, "y .*meta"),
+    ("sparse-scores", lambda: (GOOD[0].to_sparse(), GOOD[1]), TypeError, "y_pred.*dense"),
+    ("csr-scores", lambda: (GOOD[0].to_sparse_csr(), GOOD[1]), TypeError, "y_pred.*dense"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize(
+    ("make", "error", "pattern"), [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE]
+)
+@pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])
+def test_unreadable_tensors_are_refused_naming_the_argument(name, make, error, pattern):
+    if name == "group":
+        metric = RankingMetrics({n: build_metric(n, KS) for n in METRIC_NAMES})
+    else:
+        metric = build_metric(name, KS)
+    with pytest.raises(error, match=pattern):
+        metric.update(make())
+    if name != "group":
+        with pytest.raises(error, match=pattern):
+            functional_values(name, *make(), top_k=KS)
+
+
+def test_sparse_labels_are_refused_until_a_sparse_form_is_supported():
+    # Ranked labels are read densely; a sparse ``y`` is refused with a readable error.
+    with pytest.raises(TypeError, match="y must be a dense"):
+        MRR(KS).update((GOOD[0], GOOD[1].to_sparse()))
+
+
+# --------------------------------------------------------------------------- Ignite's exception types
+
+
+def _raised(make):
+    try:
+        make()
+    except Exception as error:
+        return error
+    return None
+
+
+BAD_ARGUMENTS = {
+    "top_k-str": {"top_k": "3"},
+    "top_k-float": {"top_k": 3.0},
+    "top_k-none": {"top_k": None},
+    "top_k-empty": {"top_k": []},
+    "top_k-zero": {"top_k": [0]},
+    "top_k-negative": {"top_k": [2, -1]},
+    "top_k-str-element": {"top_k": ["a"]},
+    "gain": {"top_k": [1], "gain_function": "exp"},
+    "gain-none": {"top_k": [1], "gain_function": None},
+}
+
+
+@pytest.mark.parametrize(
+    "ours, theirs", [(HitRate, IgniteHitRate), (NDCG, IgniteNDCG)], ids=["HitRate", "NDCG"]
+)
+@pytest.mark.parametrize("kwargs", BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
+def test_a_bad_argument_raises_what_ignite_raises(ours, theirs, kwargs):
+    if "gain_function" in kwargs and ours is HitRate:
+        pytest.skip("HitRate has no gain_function")
+    expected = _raised(lambda: theirs(**kwargs))
+    error = _raised(lambda: ours(**kwargs))
+    assert isinstance(error, (ValueError, TypeError)), error
+    if isinstance(expected, (ValueError, TypeError)):
+        assert isinstance(error, type(expected)), (error, expected)
+
+
+BAD_OUTPUTS = {
+    "none": None,
+    "triple": (torch.rand(2, 3), torch.rand(2, 3), torch.rand(2, 3)),
+    "single": (torch.rand(2, 3),),
+    "shapes": (torch.rand(2, 3), torch.rand(2, 4)),
+}
+
+
+@pytest.mark.parametrize(
+    "ours, theirs", [(HitRate, IgniteHitRate), (NDCG, IgniteNDCG)], ids=["HitRate", "NDCG"]
+)
+@pytest.mark.parametrize("output", BAD_OUTPUTS.values(), ids=BAD_OUTPUTS.keys())
+def test_a_bad_update_raises_what_ignite_raises(ours, theirs, output):
+    expected = _raised(lambda: theirs(top_k=[1]).update(output))
+    error = _raised(lambda: ours(top_k=[1]).update(output))
+    assert isinstance(expected, (ValueError, TypeError)), expected
+    assert isinstance(error, type(expected)), (error, expected)
