@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ignite_ranking.trec import evaluate, parse_metric, read_qrels, read_run
+from ignite_ranking.trec import evaluate, parse_measure, parse_measures, read_qrels, read_run
 from ignite_ranking.trec.io import Qrels, Run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -76,7 +76,9 @@ def files(tmp_path_factory):
 
 def test_matches_pytrec_eval_with_ties(files):
     qrels_path, run_path, _, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), list(PAIRS), ties="trec", batch_size=64)
+    result = evaluate(
+        read_qrels(qrels_path), read_run(run_path), list(PAIRS), score_precision="float32", batch_size=64
+    )
     assert sorted(result.queries) == sorted(expected)
     per_query = result.per_query()
     for ours, theirs in PAIRS.items():
@@ -93,7 +95,8 @@ def test_matches_pytrec_eval_when_only_the_top_is_ranked(files, metrics):
     # Cutoff metrics only: each query keeps just the documents that can reach the top k (ties at the
     # cut kept whole), which must not change any value.
     qrels_path, run_path, _, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), metrics, batch_size=64)
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    result = evaluate(qrels, run, metrics, score_precision="float32", batch_size=64)
     per_query = result.per_query()
     for name in metrics:
         got = np.array([per_query[q][name] for q in expected])
@@ -112,7 +115,9 @@ def test_file_order_ties_only_the_top_is_ranked(files):
 
 def test_missing_as_zero_counts_every_qrels_query(files):
     qrels_path, run_path, qrels, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True)
+    result = evaluate(
+        read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True, score_precision="float32"
+    )
     assert sorted(result.queries) == sorted(qrels)
     want = sum(expected[q]["P_5"] for q in expected) / len(qrels)
     assert result.means["P_5"] == pytest.approx(want, abs=1e-12)
@@ -154,25 +159,86 @@ def test_duplicate_below_the_cutoff_is_refused(name):
 
 
 @pytest.mark.parametrize(
-    ("name", "family", "k"),
+    ("name", "family", "k", "rel"),
     [
-        ("mrr@10", "reciprocal_rank", 10),
-        ("recip_rank", "reciprocal_rank", None),
-        ("P_10", "precision", 10),
-        ("ndcg_cut_10", "ndcg", 10),
-        ("ndcg_burges@5", "ndcg_burges", 5),
-        ("map_cut_100", "average_precision", 100),
-        ("success_1", "hit_rate", 1),
-        ("Rprec", "r_precision", None),
-        ("r-precision", "r_precision", None),
+        ("mrr@10", "recip_rank", 10, None),
+        ("recip_rank", "recip_rank", None, None),
+        ("P_10", "P", 10, None),
+        ("P@10", "P", 10, None),
+        ("P(rel=2)@5", "P", 5, 2),
+        ("ndcg_cut_10", "ndcg", 10, None),
+        ("nDCG@10", "ndcg", 10, None),
+        ("nDCG", "ndcg", None, None),
+        ("ndcg_burges@5", "ndcg_burges", 5, None),
+        ("map_cut_100", "map", 100, None),
+        ("AP@100", "map", 100, None),
+        ("AP(rel=2)", "map", None, 2),
+        ("R@100", "recall", 100, None),
+        ("RR@10", "recip_rank", 10, None),
+        ("RR", "recip_rank", None, None),
+        ("success_1", "success", 1, None),
+        ("Success@1", "success", 1, None),
+        ("Rprec", "Rprec", None, None),
+        ("r-precision", "Rprec", None, None),
+        ("NumQ", "num_q", None, None),
+        ("NumRel", "num_rel", None, None),
+        ("NumRet", "num_ret", None, None),
+        ("NumRelRet", "num_rel_ret", None, 1),
+        ("num_rel_ret", "num_rel_ret", None, None),
     ],
 )
-def test_parse_metric(name, family, k):
-    spec = parse_metric(name)
-    assert (spec.family, spec.k) == (family, k)
+def test_parse_measure(name, family, k, rel):
+    measure = parse_measure(name)
+    assert (measure.name, measure.family, measure.k, measure.rel) == (name, family, k, rel)
 
 
-@pytest.mark.parametrize("name", ["foo@10", "P", "Rprec@5", "mrr@0"])
-def test_parse_metric_refuses(name):
-    with pytest.raises(ValueError):
-        parse_metric(name)
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["P.5,10,20"], ["P_5", "P_10", "P_20"]),
+        (["ndcg_cut.10"], ["ndcg_cut_10"]),
+        (["recall.100,1000", "map_cut.10,100"], ["recall_100", "recall_1000", "map_cut_10", "map_cut_100"]),
+        (["success.1,5"], ["success_1", "success_5"]),
+        (["success"], ["success_1", "success_5", "success_10"]),
+        (["P"], [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]),
+        (["P.5", "map", "P.5"], ["P_5", "map"]),
+        (["ndcg.1=0.5,2=3"], ["ndcg_1=0.5,2=3"]),
+        (
+            ["official"],
+            ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
+            + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
+        ),
+    ],
+)
+def test_parse_trec_eval_parameters(names, expected):
+    assert [m.name for m in parse_measures(names)] == expected
+
+
+def test_parse_all_trec_has_the_supported_measures():
+    families = {m.family for m in parse_measures(["all_trec"])}
+    assert families == {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"} | {
+        "recall",
+        "ndcg",
+        "success",
+    }
+
+
+def test_parse_custom_gains():
+    assert parse_measure("ndcg.1=0.5,2=3,-1=2").gains == ((1, 0.5), (2, 3.0), (-1, 2.0))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("foo@10", "P_0", "Rprec@5", "mrr@0", "P.x", "bpref.5", "ndcg.1=x", "ndcg.a=1", "P(rel=x)@5"),
+        *("NumQ@5", "nDCG(judged_only=True)@5", "R(rel=2)@5", "map.10"),
+    ],
+)
+def test_parse_measure_refuses(name):
+    with pytest.raises(ValueError, match="measure"):
+        parse_measure(name)
+
+
+def test_parse_measure_one_name_one_measure():
+    with pytest.raises(ValueError, match="stands for 3 measures"):
+        parse_measure("P.5,10,20")
