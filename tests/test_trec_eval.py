@@ -242,3 +242,92 @@ def test_parse_measure_refuses(name):
 def test_parse_measure_one_name_one_measure():
     with pytest.raises(ValueError, match="stands for 3 measures"):
         parse_measure("P.5,10,20")
+
+
+def _files(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> tuple[Qrels, Run]:
+    """In-memory Qrels and Run from dicts (query order as given)."""
+    qids = list(dict.fromkeys([*qrels, *run]))
+    judged = [(qids.index(q), d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    ranked = [(qids.index(q), d, s) for q, docs in run.items() for d, s in docs.items()]
+    return (
+        Qrels(qids, np.array([j[0] for j in judged], np.int32), np.array([j[1] for j in judged], "S"),
+              np.array([j[2] for j in judged], np.int64)),
+        Run(qids, np.array([r[0] for r in ranked], np.int32), np.array([r[1] for r in ranked], "S"),
+            np.array([r[2] for r in ranked], np.float64)),
+    )  # fmt: skip
+
+
+def test_ndcg_gains_ignore_the_relevance_level():
+    # Regression: -l 2 used to zero the gain of grade 1 (0.3525 instead of trec_eval's 0.3894 on
+    # one file). trec_eval's ndcg/ndcg_cut: gain = grade whatever -l, ideal over grades > 0.
+    qrels, run = _files(
+        {"q": {"a": 1, "b": 2, "c": 0, "d": 1}}, {"q": {"c": 4.0, "a": 3.0, "x": 2.0, "b": 1.0}}
+    )
+    dcg = 1 / np.log2(3) + 2 / np.log2(5)
+    ideal = 2 + 1 / np.log2(3) + 1 / np.log2(4)
+    for level in (0, 1, 2, 3):
+        means = evaluate(qrels, run, ["ndcg", "ndcg_cut_3", "nDCG@10"], relevance_level=level).means
+        assert means["ndcg"] == pytest.approx(dcg / ideal, abs=1e-12)
+        assert means["nDCG@10"] == pytest.approx(dcg / ideal, abs=1e-12)
+        assert means["ndcg_cut_3"] == pytest.approx((1 / np.log2(3)) / (2 + 1 / np.log2(3) + 0.5), abs=1e-12)
+
+
+def test_level_zero_counts_judged_documents_only():
+    # Regression: under -l 0 an unjudged document (label 0 >= 0) counted as relevant.
+    qrels, run = _files({"q": {"a": 0, "b": 1}}, {"q": {"x": 3.0, "a": 2.0, "y": 1.5, "b": 1.0}})
+    means = evaluate(
+        qrels, run, ["P_2", "P_4", "num_rel", "num_rel_ret", "recip_rank"], relevance_level=0
+    ).means
+    assert means == {"P_2": 0.5, "P_4": 0.5, "num_rel": 2.0, "num_rel_ret": 2.0, "recip_rank": 0.5}
+
+
+def test_minus_one_grade_is_pooled_but_unjudged():
+    # trec_eval: a negative grade is never relevant (even at -l 0), not counted in R, gains nothing.
+    qrels, run = _files({"q": {"a": -1, "b": 1, "c": 0}}, {"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
+    for level in (0, 1):
+        means = evaluate(qrels, run, ["P_1", "num_rel", "map", "ndcg"], relevance_level=level).means
+        assert means["P_1"] == 0.0
+        assert means["num_rel"] == (2.0 if level == 0 else 1.0)
+        assert means["ndcg"] == pytest.approx(1 / np.log2(3))
+
+
+def test_scores_compared_as_float64_by_default():
+    # Regression: scores were always rounded to float32 (trec_eval 9); trec_eval 10 compares
+    # doubles. 1 + 1e-12 and 1 are equal as float32: docno descending puts "b" first there.
+    qrels, run = _files({"q": {"a": 1}}, {"q": {"a": 1.0 + 1e-12, "b": 1.0}})
+    assert evaluate(qrels, run, ["recip_rank"]).means["recip_rank"] == 1.0
+    assert evaluate(qrels, run, ["recip_rank"], score_precision="float32").means["recip_rank"] == 0.5
+    with pytest.raises(ValueError, match="score_precision must be one of"):
+        evaluate(qrels, run, ["recip_rank"], score_precision="float16")
+
+
+def test_custom_gains_follow_trec_eval():
+    # trec_eval printed 0.4586 for ndcg.1=0.5,2=3 here: its level sort compares the integer part of
+    # gain differences, so 0.5 ties with grade 0's gain and the ideal stops at grade 0.
+    qrels, run = _files(
+        {"q": {"d1": 1, "d2": 2, "d3": -1, "d4": 0}},
+        {"q": {"x": 3.0, "d3": 2.0, "d4": 1.5, "d1": 1.0, "d2": 0.5}},
+    )
+    means = evaluate(qrels, run, ["ndcg.1=0.5,2=3", "ndcg.-1=5", "ndcg"]).means
+    assert round(means["ndcg_1=0.5,2=3"], 4) == 0.4586
+    assert round(means["ndcg_-1=5"], 4) == 2.3582  # a document not in the qrels has label -1
+    assert round(means["ndcg"], 4) == 0.4578
+
+
+def test_relevance_level_is_checked():
+    qrels, run = _files({"q": {"a": 1}}, {"q": {"a": 1.0}})
+    with pytest.raises(ValueError, match="relevance_level must be >= 0"):
+        evaluate(qrels, run, ["P_1"], relevance_level=-1)
+
+
+def test_ir_measures_rel_parameter_sets_the_level_per_measure():
+    qrels, run = _files({"q": {"a": 1, "b": 2}}, {"q": {"a": 2.0, "b": 1.0}})
+    means = evaluate(qrels, run, ["P@1", "P(rel=2)@1", "RR", "RR(rel=2)", "NumRelRet", "NumRet(rel=2)"]).means
+    assert means == {
+        "P@1": 1.0,
+        "P(rel=2)@1": 0.0,
+        "RR": 1.0,
+        "RR(rel=2)": 0.5,
+        "NumRelRet": 2.0,
+        "NumRet(rel=2)": 1.0,
+    }

@@ -38,9 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         "--metrics",
         nargs="+",
         action="extend",
-        required=True,
         metavar="MEASURE",
-        help="measures, see below; -m may be repeated (-m P.5,10 -m map)",
+        help="measures, see below; -m may be repeated (-m P.5,10 -m map); default: official, "
+        "trec_eval's default set (the measures of it that are supported)",
     )
     ev.add_argument(
         "--ties",
@@ -102,7 +102,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     result = evaluate(
         qrels,
         run,
-        args.metrics,
+        args.metrics or ["official"],
         relevance_level=args.relevance_level,
         ties=args.ties,
         score_precision=args.score_precision,
@@ -119,7 +119,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     # trec_eval's layout: the name padded to 22 characters, counts as integers, the rest to 4 places
-    width = max(22, *(len(m) for m in result.metrics))
+    width = 22
     counts = [m.is_count for m in result.measures]
 
     def cell(value: float, is_count: bool) -> str:
@@ -130,8 +130,6 @@ def _evaluate(args: argparse.Namespace) -> int:
             for name, value, is_count in zip(result.metrics, row, counts, strict=True):
                 if name != "num_q":  # trec_eval prints num_q for "all" only
                     print(f"{name:<{width}}\t{qid}\t{cell(value, is_count)}")
-    if "num_q" not in result.means:
-        print(f"{'num_q':<{width}}\tall\t{result.num_queries}")
     for (name, value), is_count in zip(result.means.items(), counts, strict=True):
         print(f"{name:<{width}}\tall\t{cell(value, is_count)}")
     return 0

@@ -4,8 +4,8 @@ How a run becomes kernel input:
 
 - Queries are packed into padded ``(batch, width)`` matrices, a few thousand queries a batch;
   ``width`` is the longest run list in the batch, widened when needed so that the ranked depth
-  covers R for R-Precision. Padding cells get score ``-inf`` and the label of a document not in
-  the qrels, and sit where the tie policy ranks them after every real document even when a real
+  covers R for R-Precision. Padding cells get score ``-inf`` and a label of their own (never
+  relevant, no gain), and sit where the tie policy ranks them after every real document even when a real
   score is ``-inf``: at the end of the row for ``ties="first"``, at the start for ``"last"`` and
   ``"trec"``. For the tie-averaging policies of the kernel, real ``-inf`` scores are raised to the
   lowest finite float so that padding never ties with a real document.
@@ -58,7 +58,7 @@ from ..kernels import TIE_POLICIES, rank_batch
 from .gains import GainRule
 from .grid import refuse_duplicates, segments, top_cells
 from .io import Qrels, Run
-from .judgements import NOT_IN_POOL, index_judgements, labels_of, words
+from .judgements import PADDING, index_judgements, labels_of, words
 from .measures import Measure, parse_measures
 from .scores import Batch, family_values
 
@@ -278,7 +278,7 @@ def evaluate(
             values = np.maximum(values, np.finfo(score_dtype).min)
         s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
         s[placed] = values
-        y = np.full((len(qs), width), NOT_IN_POOL, dtype=np.int64)
+        y = np.full((len(qs), width), PADDING, dtype=np.int64)
         y[placed] = labels
         s_t, y_t = torch.from_numpy(s), torch.from_numpy(y)
         ranked = {}

@@ -18,10 +18,11 @@ import numpy as np
 
 from .io import Qrels
 
-__all__ = ["NOT_IN_POOL", "UNJUDGED", "Judgements", "index_judgements", "labels_of", "words"]
+__all__ = ["NOT_IN_POOL", "PADDING", "UNJUDGED", "Judgements", "index_judgements", "labels_of", "words"]
 
 NOT_IN_POOL = -1  # trec_eval's RELVALUE_NONPOOL
 UNJUDGED = -2  # trec_eval's RELVALUE_UNJUDGED: in the qrels with a negative grade
+PADDING = -(2**62)  # the label of a padding cell: no document, no gain even with custom gains
 
 
 def words(docno: np.ndarray) -> np.ndarray:

@@ -218,6 +218,8 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
     k = _cutoff(match["k"], name) if match["k"] is not None else None
     if k is not None and not takes_cutoff:
         raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
+    if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
+        family = "num_rel_ret"
     return Measure(name, family, k, rel)
 
 
