@@ -89,13 +89,16 @@ def _to_measure(measure) -> Measure:
 
 def _as_bytes(values) -> np.ndarray:
     """Document ids as a numpy bytes array (UTF-8)."""
-    array = np.asarray(values)
-    if array.dtype.kind == "S":
-        return array
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind == "S":
+            return values
+        if values.dtype.kind in "iu":
+            return values.astype("S")
+        values = values.tolist()
     try:
-        return array.astype("S") if array.dtype.kind in "iu" else np.array(values, dtype="S")
+        return np.array(values, dtype="S")  # ASCII ids: numpy encodes them in C
     except UnicodeEncodeError:
-        return np.char.encode(array.astype(str), "utf-8")
+        return np.array([str(v).encode("utf-8") for v in values], dtype="S")
 
 
 def _columns(data, fields: tuple[str, str, str]):
