@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
-from common import machine_line, time_side_by_side
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import machine_line, time_side_by_side  # noqa: E402
 
 MEASURES = "nDCG@10 P@10 R@100 AP@100 AP RR Rprec NumRelRet"
 FORMS = ("dicts", "dataframe", "files")
