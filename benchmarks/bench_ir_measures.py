@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine_line, time_side_by_side  # noqa: E402
+from common import machine_line, time_side_by_side
 
 MEASURES = "nDCG@10 P@10 R@100 AP@100 AP RR Rprec NumRelRet"
 FORMS = ("dicts", "dataframe", "files")
