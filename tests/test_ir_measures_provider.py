@@ -108,3 +108,28 @@ def test_unsupported_measures_are_refused():
     with pytest.raises(ValueError, match="not supported"):
         provider.calc_aggregate([nDCG(judged_only=True) @ 10], {"q": {"a": 1}}, {"q": {"a": 1.0}})
     assert not provider.provider.supports(ir_measures.parse_measure("ERR@10"))
+
+
+def test_non_ascii_and_integer_document_ids():
+    qrels = {"q": {"dé": 1, "b": 0}, "r": {7: 1}}
+    run = {"q": {"dé": 1.0, "b": 2.0}, "r": {7: 1.0, 8: 2.0}}
+    as_str = {q: {str(d): v for d, v in docs.items()} for q, docs in qrels.items()}
+    want = ir_measures.pytrec_eval.calc_aggregate(
+        [RR, P @ 1], as_str, {q: {str(d): v for d, v in docs.items()} for q, docs in run.items()}
+    )
+    assert provider.calc_aggregate([RR, P @ 1], qrels, run) == pytest.approx(want)
+    frame = pd.DataFrame([("q", "dé", 1)], columns=["query_id", "doc_id", "relevance"])
+    assert provider.calc_aggregate([RR], frame, run)[RR] == 0.5
+
+
+def test_iter_calc_order_matches_the_base_evaluator(data):
+    # unanswered qrels queries come last, sorted by measure name then query id, with value 0
+    qrels, run = data
+    tail = 2 * len(set(qrels) - set(run))
+    ours = [(m.query_id, str(m.measure), m.value) for m in provider.iter_calc([P @ 5, AP], qrels, run)]
+    theirs = [
+        (m.query_id, str(m.measure), m.value)
+        for m in ir_measures.pytrec_eval.iter_calc([P @ 5, AP], qrels, run)
+    ]
+    assert tail and ours[-tail:] == theirs[-tail:]
+    assert {(q, m): v for q, m, v in ours} == pytest.approx({(q, m): v for q, m, v in theirs})

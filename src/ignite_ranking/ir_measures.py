@@ -32,7 +32,8 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import ClassVar
 
 import numpy as np
@@ -87,29 +88,26 @@ def _to_measure(measure) -> Measure:
     )
 
 
-def _as_bytes(values) -> np.ndarray:
-    """Document ids as a numpy bytes array (UTF-8)."""
-    if isinstance(values, np.ndarray):
-        if values.dtype.kind == "S":
-            return values
-        if values.dtype.kind in "iu":
-            return values.astype("S")
-        values = values.tolist()
+def _as_bytes(make_ids: Callable[[], Iterable], count: int) -> np.ndarray:
+    """Document ids (from a fresh iterable each call) as a numpy bytes array, UTF-8."""
     try:
-        return np.array(values, dtype="S")  # ASCII ids: numpy encodes them in C
-    except UnicodeEncodeError:
-        return np.array([str(v).encode("utf-8") for v in values], dtype="S")
+        width = max(max(map(len, make_ids()), default=1), 1)
+        # ASCII str ids: numpy encodes them in C, and fromiter skips the list (2x np.array's speed)
+        return np.fromiter(make_ids(), dtype=f"S{width}", count=count)
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return np.array([str(d).encode("utf-8") for d in make_ids()], dtype="S")
 
 
 def _columns(data, fields: tuple[str, str, str]):
     """``(qids, qid codes, doc ids, values)`` of a dict of dicts, DataFrame or namedtuple iterable."""
     if isinstance(data, dict):
         qids = list(data)
-        counts = np.fromiter((len(docs) for docs in data.values()), dtype=np.int64, count=len(qids))
-        docs, values = [], []
-        for entries in data.values():
-            docs.extend(entries)
-            values.extend(entries.values())
+        counts = np.fromiter(map(len, data.values()), dtype=np.int64, count=len(qids))
+        total = int(counts.sum())
+        docs = _as_bytes(lambda: chain.from_iterable(data.values()), total)
+        values = np.fromiter(
+            chain.from_iterable(entries.values() for entries in data.values()), dtype=np.float64, count=total
+        )
         codes = np.repeat(np.arange(len(qids), dtype=np.int32), counts)
         return [str(q) for q in qids], codes, docs, values
     if hasattr(data, "itertuples") and hasattr(data, "columns"):  # pandas DataFrame
@@ -119,14 +117,17 @@ def _columns(data, fields: tuple[str, str, str]):
         if missing:
             raise ValueError(f"the DataFrame lacks the columns {missing}; it has {list(data.columns)}")
         codes, uniques = pd.factorize(data[fields[0]])
-        return [str(q) for q in uniques], codes.astype(np.int32), data[fields[1]].to_numpy(), data[fields[2]]
+        ids = data[fields[1]].tolist()
+        docs = _as_bytes(lambda: ids, len(ids))
+        return [str(q) for q in uniques], codes.astype(np.int32), docs, data[fields[2]].to_numpy(np.float64)
     index: dict = {}
-    codes, docs, values = [], [], []
+    codes, ids, values = [], [], []
     for row in data:
         codes.append(index.setdefault(getattr(row, fields[0]), len(index)))
-        docs.append(getattr(row, fields[1]))
+        ids.append(getattr(row, fields[1]))
         values.append(getattr(row, fields[2]))
-    return [str(q) for q in index], np.asarray(codes, dtype=np.int32), docs, values
+    docs = _as_bytes(lambda: ids, len(ids))
+    return [str(q) for q in index], np.asarray(codes, dtype=np.int32), docs, np.asarray(values, np.float64)
 
 
 def as_qrels(qrels) -> Qrels:
@@ -135,11 +136,10 @@ def as_qrels(qrels) -> Qrels:
         return qrels
     if isinstance(qrels, (str, os.PathLike)):
         return read_qrels(qrels)
-    qids, codes, docs, values = _columns(qrels, ("query_id", "doc_id", "relevance"))
-    rel = np.asarray(values, dtype=np.float64)
+    qids, codes, docs, rel = _columns(qrels, ("query_id", "doc_id", "relevance"))
     if rel.size and not np.all(rel == np.round(rel)):
         raise ValueError("qrels: relevance must be integers")
-    return Qrels(qids=qids, qid=codes, docno=_as_bytes(docs), rel=rel.astype(np.int64))
+    return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64))
 
 
 def as_run(run) -> Run:
@@ -148,11 +148,10 @@ def as_run(run) -> Run:
         return run
     if isinstance(run, (str, os.PathLike)):
         return read_run(run)
-    qids, codes, docs, values = _columns(run, ("query_id", "doc_id", "score"))
-    score = np.asarray(values, dtype=np.float64)
+    qids, codes, docs, score = _columns(run, ("query_id", "doc_id", "score"))
     if np.isnan(score).any():
         raise ValueError("run: scores must be numbers, got NaN")
-    return Run(qids=qids, qid=codes, docno=_as_bytes(docs), score=score)
+    return Run(qids=qids, qid=codes, docno=docs, score=score)
 
 
 class _Evaluator(ir_measures.providers.Evaluator):
@@ -163,14 +162,43 @@ class _Evaluator(ir_measures.providers.Evaluator):
         self._qrels = qrels
         self._score_precision = score_precision
 
-    def _iter_calc(self, run) -> Iterator[Metric]:
+    def _values(self, run) -> tuple[list[str], list[list[float]]]:
+        """The evaluated queries (those of the qrels the run answers) and their rows of values."""
         run = as_run(run)
         if not set(run.qids) & set(self._qrels.qids):
-            return
+            return [], []
         result = evaluate(self._qrels, run, self._ours, score_precision=self._score_precision)
-        for qid, row in zip(result.queries, result.values.tolist(), strict=True):
+        return result.queries, result.values.tolist()
+
+    def _unanswered(self, queries: list[str]) -> list[str]:
+        answered = set(queries)
+        return sorted(q for q in self.qrel_qids if q not in answered)
+
+    # iter_calc and calc_aggregate give what ir_measures' base Evaluator gives (qrels queries the
+    # run does not answer count with measure.DEFAULT, in its order), without its per-value hashing
+    # of measures, which took longer than the evaluation on large runs.
+    def iter_calc(self, run) -> Iterator[Metric]:
+        queries, rows = self._values(run)
+        for qid, row in zip(queries, rows, strict=True):
             for measure, value in zip(self._measures, row, strict=True):
                 yield Metric(query_id=qid, measure=measure, value=value)
+        unanswered = self._unanswered(queries)
+        for measure in sorted(self._measures, key=str):
+            for qid in unanswered:
+                yield Metric(query_id=qid, measure=measure, value=measure.DEFAULT)
+
+    def calc_aggregate(self, run) -> dict:
+        queries, rows = self._values(run)
+        unanswered = len(self._unanswered(queries))
+        results = {}
+        for column, measure in enumerate(self._measures):
+            aggregator = measure.aggregator()
+            for row in rows:
+                aggregator.add(row[column])
+            for _ in range(unanswered):
+                aggregator.add(measure.DEFAULT)
+            results[measure] = aggregator.result()
+        return results
 
 
 class IgniteRankingProvider(ir_measures.providers.Provider):
