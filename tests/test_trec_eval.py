@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ignite_ranking.trec import evaluate, parse_measure, parse_measures, read_qrels, read_run
+from ignite_ranking.trec import Measure, evaluate, parse_measure, parse_measures, read_qrels, read_run
 from ignite_ranking.trec.io import Qrels, Run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -318,6 +318,10 @@ def test_relevance_level_is_checked():
     qrels, run = _files({"q": {"a": 1}}, {"q": {"a": 1.0}})
     with pytest.raises(ValueError, match="relevance_level must be >= 0"):
         evaluate(qrels, run, ["P_1"], relevance_level=-1)
+    with pytest.raises(TypeError, match="relevance_level must be an int"):
+        evaluate(qrels, run, ["P_1"], relevance_level=1.5)
+    with pytest.raises(ValueError, match="relevance level must be >= 0"):
+        evaluate(qrels, run, [Measure("P@1", "P", 1, rel=-1)])
 
 
 def test_ir_measures_rel_parameter_sets_the_level_per_measure():

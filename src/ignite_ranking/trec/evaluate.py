@@ -183,6 +183,9 @@ def evaluate(
     """
     measures = parse_measures(metrics)
     _check_options(relevance_level, ties, score_precision)
+    for m in measures:
+        if m.rel is not None and m.rel < 0:
+            raise ValueError(f"measure {m.name!r}: its relevance level must be >= 0, got {m.rel}")
     kernel_ties = "last" if ties == "trec" else ties
     pad_left = kernel_ties == "last"
     score_dtype = np.float32 if score_precision == "float32" else np.float64
