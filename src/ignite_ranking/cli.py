@@ -23,11 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     ev = commands.add_parser(
         "evaluate",
         help="evaluate a TREC run against qrels (trec_eval semantics)",
-        description="Evaluate a TREC run file (qid Q0 docno rank score tag [ignored...]) against a "
-        "qrels file (qid iter docno rel), plain or gzip, as trec_eval 10 does. Blank lines and "
-        "lines starting with '#' are skipped; a qrels grade below 0 marks a pooled but unjudged "
-        "document (never relevant, no NDCG gain). Queries of the run missing from the qrels are "
-        "skipped; the rank column is ignored and documents are ordered by score.",
+        description="Evaluate a TREC run file (qid Q0 docno rank score tag [ignored...]) against a\n"
+        "qrels file (qid iter docno rel), plain or gzip, as trec_eval 10 does. Blank lines and lines\n"
+        "starting with '#' are skipped; a qrels grade below 0 marks a pooled but unjudged document\n"
+        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped;\n"
+        "the rank column is ignored and documents are ordered by score.",
         epilog=MEASURE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -53,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
         "--score-precision",
         choices=SCORE_PRECISIONS,
         default="float64",
-        help="compare scores as float64, as trec_eval 10 does (default), or rounded to float32, as "
-        "trec_eval 9.0.8 and earlier and pytrec_eval (and ir_measures' pytrec_eval provider) do",
+        help="compare scores as float64, as trec_eval 10 (2023 on) does (default), or rounded to "
+        "float32, as trec_eval 9.0.8 and earlier, pytrec_eval and ir_measures' pytrec_eval "
+        "provider do",
     )
     ev.add_argument(
         "-l",
