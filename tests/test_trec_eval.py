@@ -149,13 +149,14 @@ def test_duplicate_document_in_run_is_refused():
         evaluate(qrels, run, ["mrr"])
 
 
+@pytest.mark.parametrize("measure", ["P@1", "map"])  # only the top ranked / the whole ranking
 @pytest.mark.parametrize("name", ["d7", "a-document-id-longer-than-8-bytes-7"])
-def test_duplicate_below_the_cutoff_is_refused(name):
+def test_duplicate_below_the_cutoff_is_refused(name, measure):
     docnos = [name.replace("7", str(i)) for i in range(20)] + [name]
     qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"d1"]), np.array([1]))
     run = Run(["q"], np.zeros(21, np.int32), np.array(docnos, dtype="S"), np.arange(21.0, 0.0, -1.0))
     with pytest.raises(ValueError, match=f"'{name}' appears twice for query 'q'"):
-        evaluate(qrels, run, ["P@1"])
+        evaluate(qrels, run, [measure])
 
 
 @pytest.mark.parametrize(

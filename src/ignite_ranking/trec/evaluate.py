@@ -56,7 +56,7 @@ import torch
 
 from ..kernels import TIE_POLICIES, rank_batch
 from .gains import GainRule
-from .grid import refuse_duplicates, segments, top_cells
+from .grid import docno_order, refuse_duplicates, refuse_sorted_duplicates, segments, top_cells
 from .io import Qrels, Run
 from .judgements import PADDING, index_judgements, labels_of, words
 from .measures import Measure, parse_measures
@@ -246,10 +246,12 @@ def evaluate(
         # indexing with (row, column) arrays).
         cells = np.arange(width) < lens[:, None]
         src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
-        if ties == "trec":
-            refuse_duplicates(docno[src], cells, lens, [qrels.qids[q] for q in qs])
         values = score[src].astype(score_dtype)
-        if kernel_ties in ("first", "last") and batch_depth < width and not np.isnan(values).any():
+        names = [qrels.qids[q] for q in qs]
+        truncate = kernel_ties in ("first", "last") and batch_depth < width and not np.isnan(values).any()
+        if ties == "trec" and truncate:  # duplicates are looked for in the whole run
+            refuse_duplicates(docno[src], cells, lens, names)
+        if truncate:
             # Only documents that can reach the top batch_depth matter to the measures (R and the
             # ideal DCG come from the qrels): rank those alone.
             keep = top_cells(values, cells, batch_depth)
@@ -261,15 +263,9 @@ def evaluate(
         batch_words = words(batch_docno)
         labels = labels_of(judgements, np.repeat(qs, cells.sum(axis=1)), batch_docno, batch_words)
         if ties == "trec":
-            grid = np.full((batch_words.shape[1], len(qs), width), np.iinfo(np.uint64).max, dtype=np.uint64)
-            grid[:, cells] = batch_words.T
-            if grid.shape[0] == 1 and not (batch_words == np.iinfo(np.uint64).max).any():
-                # Docnos of one word, none equal to the padding: a row's real words are
-                # distinct (duplicates are refused above), so the faster unstable sort gives
-                # the same order, with padding last.
-                by_docno = np.argsort(grid[0], axis=-1)
-            else:
-                by_docno = np.lexsort(grid[::-1], axis=-1)
+            by_docno, sorted_grid = docno_order(batch_words, cells)
+            if not truncate:  # the whole run is here: its docno sort shows the duplicates
+                refuse_sorted_duplicates(sorted_grid, lens, names)
             # Reorder the batch's rows (values and labels) by their position in the sorted grid.
             pos_grid = np.zeros((len(qs), width), dtype=np.int64)
             pos_grid[cells] = np.arange(n)
