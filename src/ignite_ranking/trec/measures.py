@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = ["FAMILIES", "MEASURE_HELP", "SETS", "Measure", "parse_measure", "parse_measures"]
@@ -294,8 +294,3 @@ def parse_measure(name: str) -> Measure:
     if len(found) != 1:
         raise ValueError(f"measure {name!r} stands for {len(found)} measures; use parse_measures")
     return found[0]
-
-
-def relevance_levels(measures: Sequence[Measure], level: int) -> list[int]:
-    """The distinct relevance levels the measures use, with ``level`` for those without ``rel``."""
-    return sorted({level if m.rel is None else m.rel for m in measures})
