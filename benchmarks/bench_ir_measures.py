@@ -13,7 +13,7 @@ Both providers are warmed up on a tiny input first. Checks that both give the sa
 provider rounds scores to float32 as pytrec_eval does).
 
 Usage: python benchmarks/bench_ir_measures.py [--queries 10000] [--docs 1000] [--repeats 3]
-       [--forms dicts,dataframe,files] [--quick]
+       [--forms dicts,dataframe,files] [--measures "nDCG@10 P@10 ..."] [--quick]
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--forms", default=",".join(FORMS), help="input forms to time, comma-separated")
+    parser.add_argument("--measures", default=MEASURES, help="ir_measures names, space-separated")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (a smoke run)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ignite_ranking import ir_measures as ours
 
-    measures = [ir_measures.parse_measure(m) for m in MEASURES.split()]
+    measures = [ir_measures.parse_measure(m) for m in args.measures.split()]
     providers = {"ignite_ranking": ours.provider, "pytrec_eval": ir_measures.pytrec_eval}
     tiny_qrels, tiny_run = generate(5, 60, seed=1)
     for provider in providers.values():  # warm up (imports, first torch calls)
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 warmup=0,
             )
             base = timings["ignite_ranking"].median
-            print(f"\n{form}: calc_aggregate of {MEASURES}")
+            print(f"\n{form}: calc_aggregate of {args.measures}")
             print(f"{'provider':16}{'median s':>10}{'x ours':>9}   runs (s)")
             for name, timing in timings.items():
                 runs = " ".join(f"{t / 1e3:.2f}" for t in timing.runs)
