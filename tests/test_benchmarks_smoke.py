@@ -46,3 +46,12 @@ def test_peak_memory_sees_an_allocation():
     mib, method = common.peak_beyond_current(lambda: torch.ones(64, 2**20).sum())
     assert method in ("VmHWM-VmRSS", "ru_maxrss delta")
     assert mib >= 0
+
+
+def test_bench_ir_measures_quick(capsys):
+    pytest.importorskip("ir_measures")
+    pytest.importorskip("pandas")
+    assert load("bench_ir_measures").main(["--quick"]) == 0  # asserts equal values itself
+    out = capsys.readouterr().out
+    for form in ("dicts:", "dataframe:", "files:"):
+        assert form in out

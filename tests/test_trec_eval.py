@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ignite_ranking.trec import evaluate, parse_metric, read_qrels, read_run
+from ignite_ranking.trec import Measure, evaluate, parse_measure, parse_measures, read_qrels, read_run
 from ignite_ranking.trec.io import Qrels, Run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -76,7 +76,9 @@ def files(tmp_path_factory):
 
 def test_matches_pytrec_eval_with_ties(files):
     qrels_path, run_path, _, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), list(PAIRS), ties="trec", batch_size=64)
+    result = evaluate(
+        read_qrels(qrels_path), read_run(run_path), list(PAIRS), score_precision="float32", batch_size=64
+    )
     assert sorted(result.queries) == sorted(expected)
     per_query = result.per_query()
     for ours, theirs in PAIRS.items():
@@ -93,7 +95,8 @@ def test_matches_pytrec_eval_when_only_the_top_is_ranked(files, metrics):
     # Cutoff metrics only: each query keeps just the documents that can reach the top k (ties at the
     # cut kept whole), which must not change any value.
     qrels_path, run_path, _, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), metrics, batch_size=64)
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    result = evaluate(qrels, run, metrics, score_precision="float32", batch_size=64)
     per_query = result.per_query()
     for name in metrics:
         got = np.array([per_query[q][name] for q in expected])
@@ -112,7 +115,9 @@ def test_file_order_ties_only_the_top_is_ranked(files):
 
 def test_missing_as_zero_counts_every_qrels_query(files):
     qrels_path, run_path, qrels, _, expected = files
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True)
+    result = evaluate(
+        read_qrels(qrels_path), read_run(run_path), ["P_5"], missing_as_zero=True, score_precision="float32"
+    )
     assert sorted(result.queries) == sorted(qrels)
     want = sum(expected[q]["P_5"] for q in expected) / len(qrels)
     assert result.means["P_5"] == pytest.approx(want, abs=1e-12)
@@ -144,35 +149,190 @@ def test_duplicate_document_in_run_is_refused():
         evaluate(qrels, run, ["mrr"])
 
 
+@pytest.mark.parametrize("measure", ["P@1", "map"])  # only the top ranked / the whole ranking
 @pytest.mark.parametrize("name", ["d7", "a-document-id-longer-than-8-bytes-7"])
-def test_duplicate_below_the_cutoff_is_refused(name):
+def test_duplicate_below_the_cutoff_is_refused(name, measure):
     docnos = [name.replace("7", str(i)) for i in range(20)] + [name]
     qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"d1"]), np.array([1]))
     run = Run(["q"], np.zeros(21, np.int32), np.array(docnos, dtype="S"), np.arange(21.0, 0.0, -1.0))
     with pytest.raises(ValueError, match=f"'{name}' appears twice for query 'q'"):
-        evaluate(qrels, run, ["P@1"])
+        evaluate(qrels, run, [measure])
 
 
 @pytest.mark.parametrize(
-    ("name", "family", "k"),
+    ("name", "family", "k", "rel"),
     [
-        ("mrr@10", "reciprocal_rank", 10),
-        ("recip_rank", "reciprocal_rank", None),
-        ("P_10", "precision", 10),
-        ("ndcg_cut_10", "ndcg", 10),
-        ("ndcg_burges@5", "ndcg_burges", 5),
-        ("map_cut_100", "average_precision", 100),
-        ("success_1", "hit_rate", 1),
-        ("Rprec", "r_precision", None),
-        ("r-precision", "r_precision", None),
+        ("mrr@10", "recip_rank", 10, None),
+        ("recip_rank", "recip_rank", None, None),
+        ("P_10", "P", 10, None),
+        ("P@10", "P", 10, None),
+        ("P(rel=2)@5", "P", 5, 2),
+        ("ndcg_cut_10", "ndcg", 10, None),
+        ("nDCG@10", "ndcg", 10, None),
+        ("nDCG", "ndcg", None, None),
+        ("ndcg_burges@5", "ndcg_burges", 5, None),
+        ("map_cut_100", "map", 100, None),
+        ("AP@100", "map", 100, None),
+        ("AP(rel=2)", "map", None, 2),
+        ("R@100", "recall", 100, None),
+        ("RR@10", "recip_rank", 10, None),
+        ("RR", "recip_rank", None, None),
+        ("success_1", "success", 1, None),
+        ("Success@1", "success", 1, None),
+        ("Rprec", "Rprec", None, None),
+        ("r-precision", "Rprec", None, None),
+        ("NumQ", "num_q", None, None),
+        ("NumRel", "num_rel", None, None),
+        ("NumRet", "num_ret", None, None),
+        ("NumRelRet", "num_rel_ret", None, 1),
+        ("num_rel_ret", "num_rel_ret", None, None),
     ],
 )
-def test_parse_metric(name, family, k):
-    spec = parse_metric(name)
-    assert (spec.family, spec.k) == (family, k)
+def test_parse_measure(name, family, k, rel):
+    measure = parse_measure(name)
+    assert (measure.name, measure.family, measure.k, measure.rel) == (name, family, k, rel)
 
 
-@pytest.mark.parametrize("name", ["foo@10", "P", "Rprec@5", "mrr@0"])
-def test_parse_metric_refuses(name):
-    with pytest.raises(ValueError):
-        parse_metric(name)
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["P.5,10,20"], ["P_5", "P_10", "P_20"]),
+        (["ndcg_cut.10"], ["ndcg_cut_10"]),
+        (["recall.100,1000", "map_cut.10,100"], ["recall_100", "recall_1000", "map_cut_10", "map_cut_100"]),
+        (["success.1,5"], ["success_1", "success_5"]),
+        (["success"], ["success_1", "success_5", "success_10"]),
+        (["P"], [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]),
+        (["P.5", "map", "P.5"], ["P_5", "map"]),
+        (["ndcg.1=0.5,2=3"], ["ndcg_1=0.5,2=3"]),
+        (
+            ["official"],
+            ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
+            + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
+        ),
+    ],
+)
+def test_parse_trec_eval_parameters(names, expected):
+    assert [m.name for m in parse_measures(names)] == expected
+
+
+def test_parse_all_trec_has_the_supported_measures():
+    families = {m.family for m in parse_measures(["all_trec"])}
+    assert families == {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"} | {
+        "recall",
+        "ndcg",
+        "success",
+    }
+
+
+def test_parse_custom_gains():
+    assert parse_measure("ndcg.1=0.5,2=3,-1=2").gains == ((1, 0.5), (2, 3.0), (-1, 2.0))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("foo@10", "P_0", "Rprec@5", "mrr@0", "P.x", "bpref.5", "ndcg.1=x", "ndcg.a=1", "P(rel=x)@5"),
+        *("NumQ@5", "nDCG(judged_only=True)@5", "R(rel=2)@5", "map.10"),
+    ],
+)
+def test_parse_measure_refuses(name):
+    with pytest.raises(ValueError, match="measure"):
+        parse_measure(name)
+
+
+def test_parse_measure_one_name_one_measure():
+    with pytest.raises(ValueError, match="stands for 3 measures"):
+        parse_measure("P.5,10,20")
+
+
+def _files(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> tuple[Qrels, Run]:
+    """In-memory Qrels and Run from dicts (query order as given)."""
+    qids = list(dict.fromkeys([*qrels, *run]))
+    judged = [(qids.index(q), d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    ranked = [(qids.index(q), d, s) for q, docs in run.items() for d, s in docs.items()]
+    return (
+        Qrels(qids, np.array([j[0] for j in judged], np.int32), np.array([j[1] for j in judged], "S"),
+              np.array([j[2] for j in judged], np.int64)),
+        Run(qids, np.array([r[0] for r in ranked], np.int32), np.array([r[1] for r in ranked], "S"),
+            np.array([r[2] for r in ranked], np.float64)),
+    )  # fmt: skip
+
+
+def test_ndcg_gains_ignore_the_relevance_level():
+    # Regression: -l 2 used to zero the gain of grade 1 (0.3525 instead of trec_eval's 0.3894 on
+    # one file). trec_eval's ndcg/ndcg_cut: gain = grade whatever -l, ideal over grades > 0.
+    qrels, run = _files(
+        {"q": {"a": 1, "b": 2, "c": 0, "d": 1}}, {"q": {"c": 4.0, "a": 3.0, "x": 2.0, "b": 1.0}}
+    )
+    dcg = 1 / np.log2(3) + 2 / np.log2(5)
+    ideal = 2 + 1 / np.log2(3) + 1 / np.log2(4)
+    for level in (0, 1, 2, 3):
+        means = evaluate(qrels, run, ["ndcg", "ndcg_cut_3", "nDCG@10"], relevance_level=level).means
+        assert means["ndcg"] == pytest.approx(dcg / ideal, abs=1e-12)
+        assert means["nDCG@10"] == pytest.approx(dcg / ideal, abs=1e-12)
+        assert means["ndcg_cut_3"] == pytest.approx((1 / np.log2(3)) / (2 + 1 / np.log2(3) + 0.5), abs=1e-12)
+
+
+def test_level_zero_counts_judged_documents_only():
+    # Regression: under -l 0 an unjudged document (label 0 >= 0) counted as relevant.
+    qrels, run = _files({"q": {"a": 0, "b": 1}}, {"q": {"x": 3.0, "a": 2.0, "y": 1.5, "b": 1.0}})
+    means = evaluate(
+        qrels, run, ["P_2", "P_4", "num_rel", "num_rel_ret", "recip_rank"], relevance_level=0
+    ).means
+    assert means == {"P_2": 0.5, "P_4": 0.5, "num_rel": 2.0, "num_rel_ret": 2.0, "recip_rank": 0.5}
+
+
+def test_minus_one_grade_is_pooled_but_unjudged():
+    # trec_eval: a negative grade is never relevant (even at -l 0), not counted in R, gains nothing.
+    qrels, run = _files({"q": {"a": -1, "b": 1, "c": 0}}, {"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
+    for level in (0, 1):
+        means = evaluate(qrels, run, ["P_1", "num_rel", "map", "ndcg"], relevance_level=level).means
+        assert means["P_1"] == 0.0
+        assert means["num_rel"] == (2.0 if level == 0 else 1.0)
+        assert means["ndcg"] == pytest.approx(1 / np.log2(3))
+
+
+def test_scores_compared_as_float64_by_default():
+    # Regression: scores were always rounded to float32 (trec_eval 9); trec_eval 10 compares
+    # doubles. 1 + 1e-12 and 1 are equal as float32: docno descending puts "b" first there.
+    qrels, run = _files({"q": {"a": 1}}, {"q": {"a": 1.0 + 1e-12, "b": 1.0}})
+    assert evaluate(qrels, run, ["recip_rank"]).means["recip_rank"] == 1.0
+    assert evaluate(qrels, run, ["recip_rank"], score_precision="float32").means["recip_rank"] == 0.5
+    with pytest.raises(ValueError, match="score_precision must be one of"):
+        evaluate(qrels, run, ["recip_rank"], score_precision="float16")
+
+
+def test_custom_gains_follow_trec_eval():
+    # trec_eval printed 0.4586 for ndcg.1=0.5,2=3 here: its level sort compares the integer part of
+    # gain differences, so 0.5 ties with grade 0's gain and the ideal stops at grade 0.
+    qrels, run = _files(
+        {"q": {"d1": 1, "d2": 2, "d3": -1, "d4": 0}},
+        {"q": {"x": 3.0, "d3": 2.0, "d4": 1.5, "d1": 1.0, "d2": 0.5}},
+    )
+    means = evaluate(qrels, run, ["ndcg.1=0.5,2=3", "ndcg.-1=5", "ndcg"]).means
+    assert round(means["ndcg_1=0.5,2=3"], 4) == 0.4586
+    assert round(means["ndcg_-1=5"], 4) == 2.3582  # a document not in the qrels has label -1
+    assert round(means["ndcg"], 4) == 0.4578
+
+
+def test_relevance_level_is_checked():
+    qrels, run = _files({"q": {"a": 1}}, {"q": {"a": 1.0}})
+    with pytest.raises(ValueError, match="relevance_level must be >= 0"):
+        evaluate(qrels, run, ["P_1"], relevance_level=-1)
+    with pytest.raises(TypeError, match="relevance_level must be an int"):
+        evaluate(qrels, run, ["P_1"], relevance_level=1.5)
+    with pytest.raises(ValueError, match="relevance level must be >= 0"):
+        evaluate(qrels, run, [Measure("P@1", "P", 1, rel=-1)])
+
+
+def test_ir_measures_rel_parameter_sets_the_level_per_measure():
+    qrels, run = _files({"q": {"a": 1, "b": 2}}, {"q": {"a": 2.0, "b": 1.0}})
+    means = evaluate(qrels, run, ["P@1", "P(rel=2)@1", "RR", "RR(rel=2)", "NumRelRet", "NumRet(rel=2)"]).means
+    assert means == {
+        "P@1": 1.0,
+        "P(rel=2)@1": 0.0,
+        "RR": 1.0,
+        "RR(rel=2)": 0.5,
+        "NumRelRet": 2.0,
+        "NumRet(rel=2)": 1.0,
+    }

@@ -67,10 +67,9 @@ def test_numbers_match_float(tmp_path, token):
 @pytest.mark.parametrize(
     ("text", "line", "what"),
     [
-        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 tag\n", 2, "expected 6"),
+        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 tag\n", 2, "expected at least 6"),
         ("q1 Q0 d1 1 2.5 tag\n\nq1 Q0 d2 2 x7 tag\n", 3, "score must be a number"),
         ("q1 Q0 d1 1 nan tag\n", 1, "score must be a number"),
-        ("q1 Q0 d1 1 2.5 tag extra\n", 1, "expected 6"),
     ],
 )
 def test_malformed_run_lines(tmp_path, text, line, what):
@@ -85,6 +84,8 @@ def test_malformed_run_lines(tmp_path, text, line, what):
     [
         ("q1 0 d1 1\nq1 0 d2\n", 2, "expected 4"),
         ("q1 0 d1 1\nq1 0 d2 1.5\n", 2, "relevance must be an integer"),
+        ("q1 0 d1 1 extra\n", 1, "expected 4"),
+        ("# comment\nq1 0 d1 1\nq1 0 d2 x\n", 3, "relevance must be a number"),
     ],
 )
 def test_malformed_qrels_lines(tmp_path, text, line, what):
@@ -94,10 +95,54 @@ def test_malformed_qrels_lines(tmp_path, text, line, what):
         read_qrels(path)
 
 
-def test_empty_file(tmp_path):
-    path = tmp_path / "empty"
-    path.write_text("")
-    assert len(read_run(path)) == 0
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n  # and another\n"])
+@pytest.mark.parametrize("reader", [read_run, read_qrels])
+def test_empty_file_is_named(tmp_path, text, reader):
+    path = tmp_path / "empty_file"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"empty_file: the file is empty"):
+        reader(path)
+
+
+def test_run_lines_with_more_than_six_columns(tmp_path):
+    # trec_eval ignores what follows the tag (results.trunc-style files); so do we, also when
+    # only some lines have extra columns.
+    path = tmp_path / "run"
+    path.write_text("q1 Q0 d1 1 2.5 tag extra words\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d3 1 0.5 tag x\n")
+    run = read_run(path)
+    assert run.docno.tolist() == [b"d1", b"d2", b"d3"]
+    assert run.score.tolist() == [2.5, 1.5, 0.5]
+    assert run.tag == "tag"
+
+
+@pytest.mark.parametrize("reader", ["run", "qrels"])
+def test_comment_lines_are_skipped(tmp_path, reader, monkeypatch):
+    # A 4-word comment used to be misread as a judgement; '#' inside a docno is no comment.
+    monkeypatch.setattr(trec_io, "_BLOCK", 23)  # comments straddle blocks too
+    path = tmp_path / "f"
+    if reader == "run":
+        path.write_text("# a comment\nq1 Q0 d#1 1 2.5 t\n   # indented comment\n#\nq1 Q0 d2 2 1.5 t\n#end")
+        run = read_run(path)
+        assert run.docno.tolist() == [b"d#1", b"d2"]
+        assert run.score.tolist() == [2.5, 1.5]
+    else:
+        path.write_text("# qid iter docno rel\nq1 0 d1 1\n\t# x y z\nq1 0 d#2 0\n")
+        qrels = read_qrels(path)
+        assert qrels.docno.tolist() == [b"d1", b"d#2"]
+        assert qrels.rel.tolist() == [1, 0]
+
+
+def test_line_numbers_count_comment_lines(tmp_path):
+    path = tmp_path / "bad_run"
+    path.write_text("# header\nq1 Q0 d1 1 2.5 t\n# note\nq1 Q0 d2 2 nan t\n")
+    with pytest.raises(ValueError, match="bad_run:4: score must be a number"):
+        read_run(path)
+
+
+def test_negative_grades_are_read(tmp_path):
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 d1 -1\nq1 0 d2 2\n")
+    assert read_qrels(path).rel.tolist() == [-1, 2]
 
 
 def test_qids_in_order_of_first_appearance(tmp_path):

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .trec import METRIC_HELP, evaluate, read_qrels, read_run, tie_policies
+from .trec import MEASURE_HELP, SCORE_PRECISIONS, evaluate, read_qrels, read_run, tie_policies
 
 __all__ = ["main"]
 
@@ -23,28 +23,47 @@ def _parser() -> argparse.ArgumentParser:
     ev = commands.add_parser(
         "evaluate",
         help="evaluate a TREC run against qrels (trec_eval semantics)",
-        description="Evaluate a TREC run file (qid Q0 docno rank score tag) against a qrels file "
-        "(qid iter docno rel), plain or gzip. Queries of the run missing from the qrels are "
-        "skipped; like trec_eval, the rank column is ignored and documents are ordered by score.",
-        epilog=METRIC_HELP,
+        description="Evaluate a TREC run file (qid Q0 docno rank score tag [ignored...]) against a\n"
+        "qrels file (qid iter docno rel), plain or gzip, as trec_eval 10 does. Blank lines and lines\n"
+        "starting with '#' are skipped; a qrels grade below 0 marks a pooled but unjudged document\n"
+        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped;\n"
+        "the rank column is ignored and documents are ordered by score.",
+        epilog=MEASURE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ev.add_argument("qrels", help="qrels file (.gz allowed)")
     ev.add_argument("run", help="run file (.gz allowed)")
-    ev.add_argument("-m", "--metrics", nargs="+", required=True, metavar="METRIC", help="metrics, see below")
+    ev.add_argument(
+        "-m",
+        "--metrics",
+        nargs="+",
+        action="extend",
+        metavar="MEASURE",
+        help="measures, see below; -m may be repeated (-m P.5,10 -m map); default: official, "
+        "trec_eval's default set (the measures of it that are supported)",
+    )
     ev.add_argument(
         "--ties",
         choices=tie_policies(),
         default="trec",
-        help="order of equal scores: 'trec' (trec_eval: float32 scores, docno descending; default), "
+        help="order of equal scores: 'trec' (trec_eval: docno descending; default), "
         "'first'/'last' (file order), or another kernel tie policy",
+    )
+    ev.add_argument(
+        "--score-precision",
+        choices=SCORE_PRECISIONS,
+        default="float64",
+        help="compare scores as float64, as trec_eval 10 (2023 on) does (default), or rounded to "
+        "float32, as trec_eval 9.0.8 and earlier, pytrec_eval and ir_measures' pytrec_eval "
+        "provider do",
     )
     ev.add_argument(
         "-l",
         "--relevance-level",
         type=int,
         default=1,
-        help="a judged document is relevant iff rel >= this (trec_eval -l, default 1)",
+        help="a judged document is relevant iff rel >= this (trec_eval -l, default 1, >= 0); "
+        "NDCG's gains are the grades whatever the level, as in trec_eval",
     )
     ev.add_argument(
         "-c",
@@ -84,9 +103,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     result = evaluate(
         qrels,
         run,
-        args.metrics,
+        args.metrics or ["official"],
         relevance_level=args.relevance_level,
         ties=args.ties,
+        score_precision=args.score_precision,
         missing_as_zero=args.missing_as_zero,
         batch_size=args.batch_size,
         progress=progress,
@@ -99,14 +119,20 @@ def _evaluate(args: argparse.Namespace) -> int:
         json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    width = max(len(m) for m in [*result.metrics, "num_q"])
+    # trec_eval's layout: the name padded to 22 characters, counts as integers, the rest to 4 places
+    width = 22
+    counts = [m.is_count for m in result.measures]
+
+    def cell(value: float, is_count: bool) -> str:
+        return f"{value:.0f}" if is_count else f"{value:.4f}"
+
     if args.per_query:
         for qid, row in zip(result.queries, result.values, strict=True):
-            for name, value in zip(result.metrics, row, strict=True):
-                print(f"{name:<{width}}\t{qid}\t{value:.4f}")
-    print(f"{'num_q':<{width}}\tall\t{result.num_queries}")
-    for name, value in result.means.items():
-        print(f"{name:<{width}}\tall\t{value:.4f}")
+            for name, value, is_count in zip(result.metrics, row, counts, strict=True):
+                if name != "num_q":  # trec_eval prints num_q for "all" only
+                    print(f"{name:<{width}}\t{qid}\t{cell(value, is_count)}")
+    for (name, value), is_count in zip(result.means.items(), counts, strict=True):
+        print(f"{name:<{width}}\tall\t{cell(value, is_count)}")
     return 0
 
 

@@ -12,9 +12,11 @@ must have the expected number of columns, and the columns we need are gathered i
   correctly rounded like ``strtod``); anything else (``inf``, very long mantissas) falls back to
   Python's ``float`` for that token only.
 
-A malformed line is refused with a ``ValueError`` that names the file, the line number (from 1)
-and what was expected. Blank lines are skipped. Columns are separated by spaces or tabs (any
-ASCII control character counts as a separator).
+As in trec_eval 10: blank lines and comment lines (whose first non-blank character is ``#``)
+are skipped, and a run line may have more than six columns (what follows the tag is ignored);
+a qrels line has exactly four. A malformed line is refused with a ``ValueError`` that names the
+file, the line number (from 1) and what was expected; so is a file without any line to read.
+Columns are separated by spaces or tabs (any ASCII control character counts as a separator).
 
 Example:
     >>> import tempfile, os
@@ -170,8 +172,9 @@ def _line_text(buf: np.ndarray, index: int) -> str:
     return lines[index].decode("utf-8", "replace").rstrip("\r")
 
 
-def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str):
-    """Token boundaries of a block whose lines must all have ``ncols`` tokens (or none).
+def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str, extra: bool):
+    """Token boundaries of a block whose lines must all have ``ncols`` tokens (or none; or more,
+    when ``extra``, of which the first ``ncols`` are kept).
 
     Returns:
         ``(starts, ends, lines)``: ``(n, ncols)`` start and end offsets of each token, and the
@@ -185,7 +188,7 @@ def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected:
         np.add(ends[:-1], 1, out=starts[1:])
         if _usual_layout(buf, starts, ends, ncols):
             return starts.reshape(-1, ncols), ends.reshape(-1, ncols), np.arange(len(ends) // ncols)
-    return _tokenize_general(buf, ncols, name, first_line, expected)
+    return _tokenize_general(buf, ncols, name, first_line, expected, extra)
 
 
 def _usual_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ncols: int) -> bool:
@@ -199,8 +202,8 @@ def _usual_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ncols: 
     return bool(np.all(buf[line_ends] == 10)) and np.count_nonzero(buf == 10) == len(line_ends)
 
 
-def _tokenize_general(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str):
-    """:func:`_tokenize` for any layout (blank lines, runs of separators, ``\\r\\n``...)."""
+def _tokenize_general(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str, extra: bool):
+    """:func:`_tokenize` for any layout (blank lines, runs of separators, ``\\r\\n``, extra columns...)."""
     solid = buf > 32
     # edges: the offsets where a token starts or ends (solid[i] != solid[i - 1], with solid[-1]
     # taken as False), found in one pass without shifting or prepending to the large index array.
@@ -213,19 +216,47 @@ def _tokenize_general(buf: np.ndarray, ncols: int, name: str, first_line: int, e
     if len(starts) % ncols == 0:
         # The line of offset p is the number of line breaks before it. A row is well formed when
         # its first and last token sit on one line and the next row starts on a later line.
-        starts, ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
-        lines = np.searchsorted(newline_at, starts[:, 0])
-        last = np.searchsorted(newline_at, ends[:, -1] - 1)
+        rows_starts, rows_ends = starts.reshape(-1, ncols), ends.reshape(-1, ncols)
+        lines = np.searchsorted(newline_at, rows_starts[:, 0])
+        last = np.searchsorted(newline_at, rows_ends[:, -1] - 1)
         if np.array_equal(lines, last) and bool(np.all(lines[1:] > lines[:-1])):
-            return starts, ends, lines
-        starts = starts.ravel()
-    counts = np.bincount(np.searchsorted(newline_at, starts), minlength=len(newline_at))
-    bad = np.flatnonzero((counts != 0) & (counts != ncols))
-    index = int(bad[0])
-    raise ValueError(
-        f"{name}:{first_line + index}: expected {ncols} whitespace-separated columns "
-        f"({expected}), got {int(counts[index])}: {_line_text(buf, index)!r}"
-    )
+            return rows_starts, rows_ends, lines
+    token_line = np.searchsorted(newline_at, starts)
+    counts = np.bincount(token_line, minlength=len(newline_at))
+    bad = np.flatnonzero((counts != 0) & ((counts < ncols) if extra else (counts != ncols)))
+    if bad.size:
+        index = int(bad[0])
+        raise ValueError(
+            f"{name}:{first_line + index}: expected {'at least ' if extra else ''}{ncols} "
+            f"whitespace-separated columns ({expected}), got {int(counts[index])}: "
+            f"{_line_text(buf, index)!r}"
+        )
+    # Every line has ncols tokens or more: keep each line's first ncols.
+    first_token = np.cumsum(counts) - counts
+    kept = np.arange(len(starts)) - first_token[token_line] < ncols
+    return starts[kept].reshape(-1, ncols), ends[kept].reshape(-1, ncols), token_line[kept][::ncols]
+
+
+def _blank_comments(padded: np.ndarray, size: int) -> np.ndarray:
+    """``padded`` with its comment lines (first non-blank character ``#``) blanked with spaces,
+    so that they read as blank lines and line numbers stay right (a copy when there are any)."""
+    buf = padded[:size]
+    hashes = np.flatnonzero(buf == 35)
+    if not hashes.size:
+        return padded
+    newline_at = np.flatnonzero(buf == 10)
+    line = np.searchsorted(newline_at, hashes)  # the line of each '#'
+    line_start = np.where(line > 0, newline_at[np.maximum(line, 1) - 1] + 1, 0)
+    solid_before = np.concatenate(([0], np.cumsum(buf > 32)))
+    leading = solid_before[hashes] == solid_before[line_start]  # only blanks before the '#'
+    if not leading.any():
+        return padded
+    padded = padded.copy()
+    marks = np.zeros(size + 1, dtype=np.int64)
+    np.add.at(marks, hashes[leading], 1)
+    np.add.at(marks, newline_at[line[leading]], -1)
+    padded[:size][np.cumsum(marks[:size]) > 0] = 32
+    return padded
 
 
 def _gather(padded: np.ndarray, size: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -417,14 +448,16 @@ def _parse_block(
     expected: str,
     what: str,
     integer: bool,
+    extra: bool,
 ):
     """``(qid_matrix, docno, values, tag)`` of the block ``padded[:size]``, or None if it is blank.
 
     ``tag`` is the first row's last column (the run tag; unused for qrels). Only the columns that
     are kept are gathered; the others are only counted.
     """
+    padded = _blank_comments(padded, size)
     buf = padded[:size]
-    starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected)
+    starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected, extra)
     if not len(lines):
         return None
     tag = buf[starts[0, -1] : ends[0, -1]].tobytes().decode("utf-8", "replace")
@@ -435,7 +468,9 @@ def _parse_block(
     return qid_matrix, docno, values, tag
 
 
-def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: bool, progress: bool):
+def _read(
+    path, ncols: int, value_col: int, expected: str, what: str, integer: bool, extra: bool, progress: bool
+):
     name = os.fspath(path)
     interner = _QidInterner()
     qids, docnos, values = [], [], []
@@ -473,6 +508,7 @@ def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: b
                         expected,
                         what,
                         integer,
+                        extra,
                     )
                 )
                 if len(pending) > 2 * workers:
@@ -482,6 +518,10 @@ def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: b
         finally:
             for future in pending:
                 future.cancel()
+    if not qids:
+        raise ValueError(
+            f"{name}: the file is empty (no '{expected}' line; blank and # comment lines are skipped)"
+        )
     qid = np.concatenate(qids) if qids else np.zeros(0, dtype=np.int32)
     docno = np.concatenate(docnos) if docnos else np.zeros(0, dtype="S1")
     value = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
@@ -491,24 +531,28 @@ def _read(path, ncols: int, value_col: int, expected: str, what: str, integer: b
 def read_qrels(path: str | os.PathLike, *, progress: bool = False) -> Qrels:
     """Reads a qrels file: ``qid iter docno rel`` per line, ``rel`` an integer.
 
+    A negative ``rel`` (trec_eval's -1) marks a document that was pooled but not judged: it is
+    never relevant and NDCG gives it no gain (see :mod:`ignite_ranking.trec.judgements`).
+
     Raises:
-        ValueError: a line without exactly 4 columns or with a non-integer relevance; the message
-            names the file and the line number.
+        ValueError: a line without exactly 4 columns or with a non-integer relevance, or a file
+            without any judgement; the message names the file (and the line number).
     """
     names, qid, docno, rel, _ = _read(
-        path, 4, 3, "qid iter docno rel", "relevance", integer=True, progress=progress
+        path, 4, 3, "qid iter docno rel", "relevance", integer=True, extra=False, progress=progress
     )
     return Qrels(qids=names, qid=qid, docno=docno, rel=rel.astype(np.int64))
 
 
 def read_run(path: str | os.PathLike, *, progress: bool = False) -> Run:
-    """Reads a run file: ``qid Q0 docno rank score tag`` per line.
+    """Reads a run file: ``qid Q0 docno rank score tag`` per line (columns after the tag ignored).
 
     Raises:
-        ValueError: a line without exactly 6 columns or whose score is not a number (NaN is
-            refused); the message names the file and the line number.
+        ValueError: a line with fewer than 6 columns or whose score is not a number (NaN is
+            refused), or a file without any run line; the message names the file (and the line
+            number).
     """
     names, qid, docno, score, tag = _read(
-        path, 6, 4, "qid Q0 docno rank score tag", "score", integer=False, progress=progress
+        path, 6, 4, "qid Q0 docno rank score tag", "score", integer=False, extra=True, progress=progress
     )
     return Run(qids=names, qid=qid, docno=docno, score=score, tag=tag)

@@ -1,0 +1,296 @@
+"""Measure names: trec_eval's, ir_measures' and ranx's, parsed into :class:`Measure` objects.
+
+Three syntaxes are accepted, in every list of measure names of the library (the command line's
+``-m``, :func:`~ignite_ranking.trec.evaluate`, the ir_measures provider):
+
+- trec_eval: ``P_10``, ``ndcg_cut_10``, ``recip_rank``, ``map``, ``Rprec``, ``num_rel_ret``...;
+  with trec_eval's parameter syntax ``P.5,10,20`` (one measure per cutoff, named ``P_5``,
+  ``P_10``, ``P_20`` as trec_eval prints them), ``ndcg.1=0.5,2=3`` (custom NDCG gains per
+  relevance level, see trec_eval's ``m_ndcg.c``); a bare ``P``, ``recall``, ``map_cut``,
+  ``ndcg_cut`` or ``success`` takes trec_eval's default cutoffs; ``official`` and ``all_trec``
+  name trec_eval's sets (the measures of them that are supported, see :data:`SETS`).
+- ir_measures (https://ir-measur.es): ``nDCG@10``, ``nDCG``, ``P@5``, ``P(rel=2)@5``,
+  ``R@100``, ``AP``, ``AP@100``, ``RR``, ``RR@10``, ``Success@1``, ``Rprec``, ``NumQ``,
+  ``NumRel``, ``NumRet``, ``NumRelRet`` (case-sensitive, as ir_measures writes them).
+- ranx-style lowercase names with ``@k`` or ``_k``: ``mrr@10``, ``ndcg@10``, ``ndcg_burges@5``,
+  ``precision@10``, ``recall@100``, ``map@100``, ``hit_rate@10``, ``r-precision``.
+
+Example:
+    >>> [m.name for m in parse_measures(["P.5,10", "nDCG@10", "mrr@10"])]
+    ['P_5', 'P_10', 'nDCG@10', 'mrr@10']
+    >>> parse_measures(["P(rel=2)@5"])[0]
+    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["FAMILIES", "MEASURE_HELP", "SETS", "Measure", "parse_measure", "parse_measures"]
+
+#: What each family computes, for a query with R relevant documents (judged ``rel >= level``).
+FAMILIES = {
+    "P": "relevant documents in the top k / k",
+    "recall": "relevant documents in the top k / R",
+    "map": "sum of P@i over the ranks i <= k of relevant documents, / R",
+    "recip_rank": "1 / rank of the first relevant document (0 if none in the top k)",
+    "success": "1 if a relevant document is in the top k",
+    "Rprec": "relevant documents in the top R / R",
+    "ndcg": "DCG@k / ideal DCG@k, gain = the judged grade (or a custom gain per grade)",
+    "ndcg_burges": "NDCG with gain 2**grade - 1",
+    "num_q": "number of queries (summed, not averaged)",
+    "num_ret": "retrieved documents (summed)",
+    "num_rel": "relevant documents R (summed)",
+    "num_rel_ret": "relevant documents retrieved (summed)",
+}
+COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
+
+_DEFAULT_CUTOFFS = {
+    "P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "success": (1, 5, 10),
+}
+# trec_eval measure name -> family; the ones with cutoffs print as name_k.
+_TREC_CUT = {"P": "P", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "success"}
+_TREC_PLAIN = {
+    "map": "map",
+    "recip_rank": "recip_rank",
+    "Rprec": "Rprec",
+    "ndcg": "ndcg",
+    "num_q": "num_q",
+    "num_ret": "num_ret",
+    "num_rel": "num_rel",
+    "num_rel_ret": "num_rel_ret",
+}
+#: trec_eval's measure sets, restricted to the supported measures, and what they leave out.
+SETS = {
+    "official": (
+        ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"),
+        ("runid", "gm_map", "bpref", "iprec_at_recall"),
+    ),
+    "all_trec": (
+        (
+            *("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"),
+            *("recall", "ndcg", "success", "map_cut", "ndcg_cut"),
+        ),
+        (
+            *("runid", "gm_map", "bpref", "iprec_at_recall", "relstring", "unj", "rbp", "rbp_resid"),
+            *("infAP", "gm_bpref", "utility", "11pt_avg", "relative_P", "Rprec_mult", "ndcg_rel"),
+            *("Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"),
+            "num_nonrel_judged_ret",
+        ),
+    ),
+}
+# ir_measures name -> (family, whether a cutoff is allowed, whether rel= is allowed)
+_IR_MEASURES = {
+    "nDCG": ("ndcg", True, False),
+    "P": ("P", True, True),
+    "R": ("recall", True, False),
+    "AP": ("map", True, True),
+    "RR": ("recip_rank", True, True),
+    "Success": ("success", True, True),
+    "Rprec": ("Rprec", False, True),
+    "NumQ": ("num_q", False, False),
+    "NumRel": ("num_rel", False, False),
+    "NumRet": ("num_ret", False, True),
+    "NumRelRet": ("num_rel_ret", False, True),
+}
+# ranx-style (lowercase) family names
+_RANX = {
+    "mrr": "recip_rank",
+    "rr": "recip_rank",
+    "recip_rank": "recip_rank",
+    "hit_rate": "success",
+    "hits": "success",
+    "success": "success",
+    "precision": "P",
+    "p": "P",
+    "recall": "recall",
+    "map": "map",
+    "map_cut": "map",
+    "ap": "map",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "ndcg_burges": "ndcg_burges",
+    "r-precision": "Rprec",
+    "r_precision": "Rprec",
+    "rprec": "Rprec",
+}
+_RANX_NAME = re.compile(r"^(?P<name>[a-z_-]+?)(?:[@_](?P<k>\d+))?$")
+_IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
+_TREC_PARAMS = re.compile(r"^(?P<name>[A-Za-z_]+)\.(?P<params>.+)$")
+
+MEASURE_HELP = """\
+measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
+  trec_eval  P.5,10  recall.100  map  map_cut.10  ndcg  ndcg_cut.10  ndcg.1=0.5,2=3
+             recip_rank  success.1,5  Rprec  num_q  num_ret  num_rel  num_rel_ret
+             P_10  ndcg_cut_10 ...  (a bare P, recall, map_cut, ndcg_cut, success takes
+             trec_eval's default cutoffs);  official, all_trec: trec_eval's sets, the
+             measures of them that are supported
+  ir_measures  nDCG@10  nDCG  P@5  P(rel=2)@5  R@100  AP  AP@100  RR  RR@10  Success@1
+             Rprec  NumQ  NumRel  NumRet  NumRelRet
+  ranx       mrr@10  ndcg@10  ndcg_burges@10  precision@10  recall@100  map@100
+             hit_rate@10  r-precision
+NDCG gains are the judged grades whatever -l says (trec_eval's rule); ndcg_burges uses
+2**grade - 1. Counts (num_*, Num*) are summed over queries, the others averaged."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure to compute.
+
+    Attributes:
+        name: the name reported for it (``P_5``, ``nDCG@10``, ``mrr@10``...).
+        family: a key of :data:`FAMILIES`.
+        k: the cutoff, None for the whole ranking.
+        rel: the relevance level of this measure (ir_measures' ``rel=``), None for the
+            evaluation's level (``-l``).
+        gains: custom NDCG gains as ``((grade, gain), ...)`` in the order given (trec_eval's
+            ``ndcg.1=0.5,2=3``), None for the grades themselves.
+    """
+
+    name: str
+    family: str
+    k: int | None = None
+    rel: int | None = None
+    gains: tuple[tuple[int, float], ...] | None = None
+
+    @property
+    def is_count(self) -> bool:
+        """Whether the measure is a count, summed over queries instead of averaged."""
+        return self.family in COUNTS
+
+
+def _cutoff(text: str, name: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"measure {name!r}: a cutoff must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def _check(measure: Measure) -> Measure:
+    if measure.family == "P" and measure.k is None:
+        raise ValueError(f"measure {measure.name!r}: precision needs a cutoff, e.g. P@10 or P_10")
+    if measure.k is not None and measure.family in ("Rprec", *COUNTS):
+        raise ValueError(f"measure {measure.name!r}: {measure.family} takes no cutoff")
+    return measure
+
+
+def _trec_params(name: str, base: str, params: str) -> list[Measure]:
+    """``P.5,10`` and the like, ``ndcg.1=0.5,2=3``: trec_eval's parameter syntax."""
+    if base == "ndcg":
+        gains = []
+        for pair in params.split(","):
+            level, _, gain = pair.partition("=")
+            if not re.fullmatch(r"[+-]?\d+", level.strip()):
+                raise ValueError(f"measure {name!r}: expected ndcg.GRADE=GAIN,..., got {pair!r}")
+            try:
+                gains.append((int(level), float(gain)))
+            except ValueError:
+                raise ValueError(f"measure {name!r}: a gain must be a number, got {gain!r}") from None
+        return [Measure(f"ndcg_{params}", "ndcg", None, None, tuple(gains))]
+    if base not in _TREC_CUT:
+        raise ValueError(
+            f"measure {name!r}: trec_eval parameters (NAME.PARAMS) are supported for "
+            f"{', '.join(_TREC_CUT)} and ndcg, got {base!r}"
+        )
+    cutoffs = sorted({_cutoff(p.strip(), name) for p in params.split(",")})
+    return [Measure(f"{base}_{k}", _TREC_CUT[base], k) for k in cutoffs]
+
+
+def _ir_measure(name: str, match: re.Match) -> Measure:
+    family, takes_cutoff, takes_rel = _IR_MEASURES[match["name"]]
+    rel = 1 if match["name"] == "NumRelRet" else None
+    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
+        key, _, value = param.partition("=")
+        if key.strip() == "rel" and takes_rel and re.fullmatch(r"\d+", value.strip()):
+            rel = int(value)
+        elif key.strip() == "dcg" and family == "ndcg" and value.strip().strip("'\"") == "log2":
+            continue
+        else:
+            raise ValueError(
+                f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
+                "P, AP, RR, Success, Rprec, NumRet; dcg=log2 for nDCG)"
+            )
+    k = _cutoff(match["k"], name) if match["k"] is not None else None
+    if k is not None and not takes_cutoff:
+        raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
+    if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
+        family = "num_rel_ret"
+    return Measure(name, family, k, rel)
+
+
+def _expand(name: str) -> list[Measure]:
+    text = name.strip()
+    if text in SETS:
+        return [m for member in SETS[text][0] for m in _expand(member)]
+    if text in _DEFAULT_CUTOFFS:
+        return _trec_params(name, text, ",".join(map(str, _DEFAULT_CUTOFFS[text])))
+    if text in _TREC_PLAIN:
+        return [Measure(text, _TREC_PLAIN[text])]
+    match = _TREC_PARAMS.match(text)
+    if match:
+        return _trec_params(name, match["name"], match["params"])
+    match = _IR_NAME.match(text)
+    if match and match["name"] in _IR_MEASURES and (match["params"] is not None or text[0].isupper()):
+        return [_check(_ir_measure(text, match))]
+    match = _RANX_NAME.match(text.lower())
+    family = _RANX.get(match["name"]) if match else None
+    if match is None or family is None:
+        raise ValueError(
+            f"unknown measure {name!r}; expected a trec_eval name (P_10, P.5,10, ndcg_cut.10, map, "
+            "recip_rank, Rprec, num_rel...), an ir_measures name (nDCG@10, P(rel=2)@5, AP, RR@10...) "
+            "or a ranx name (mrr@10, ndcg@10, precision@10...)"
+        )
+    k = _cutoff(match["k"], name) if match["k"] is not None else None
+    return [_check(Measure(text, family, k))]
+
+
+def parse_measures(names: Iterable[str | Measure]) -> list[Measure]:
+    """Parses measure names of any of the three syntaxes, expanding parameter lists and sets.
+
+    Args:
+        names: measure names (or already parsed :class:`Measure` objects, kept as they are).
+
+    Returns:
+        The measures, in the order given; a name given twice (or produced twice by expansion)
+        is kept once.
+
+    Raises:
+        ValueError: an unknown name, a bad parameter or cutoff, or an empty list.
+
+    Example:
+        >>> [m.name for m in parse_measures(["official"])][:5]
+        ['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'map']
+        >>> parse_measures(["ndcg.1=0.5,2=3"])[0].gains
+        ((1, 0.5), (2, 3.0))
+    """
+    if isinstance(names, str):
+        raise TypeError(f"names must be a list of measure names, got the string {names!r}")
+    measures: dict[str, Measure] = {}
+    for name in names:
+        if isinstance(name, Measure):
+            measures.setdefault(name.name, name)
+            continue
+        if not isinstance(name, str):
+            raise TypeError(f"a measure name must be a str, got {type(name).__name__}: {name!r}")
+        for measure in _expand(name):
+            measures.setdefault(measure.name, measure)
+    if not measures:
+        raise ValueError("measures must name at least one measure")
+    return list(measures.values())
+
+
+def parse_measure(name: str) -> Measure:
+    """Parses one name that stands for one measure (``P_10``, ``nDCG@10``, ``mrr@10``...).
+
+    Raises:
+        ValueError: an unknown name, or one that stands for several measures (``P.5,10``).
+    """
+    found = parse_measures([name])
+    if len(found) != 1:
+        raise ValueError(f"measure {name!r} stands for {len(found)} measures; use parse_measures")
+    return found[0]
