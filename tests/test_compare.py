@@ -146,7 +146,7 @@ def test_baseline_and_keyed_alignment():
     report = compare({"a": a, "b": b})
     assert report.queries == ["q1", "q2", "q3"]
     np.testing.assert_allclose(report.differences("m", "a", "b"), [0.3, 0.3, 0.4])
-    short = result(["q1", "q2"], [0.1, 0.2])
+    short = result(["q1", "q2"], [0.1, 0.25])
     with pytest.raises(ValueError, match="same queries"):
         compare({"a": short, "b": b})
     assert compare({"a": short, "b": b}, missing="intersect").num_queries == 2
