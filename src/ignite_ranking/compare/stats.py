@@ -73,7 +73,7 @@ def t_test(a, b, alternative: str = "two-sided") -> np.ndarray:
 
     Example:
         >>> t_test([0.1, 0.4, 0.3, 0.5], [0.3, 0.5, 0.6, 0.5]).round(4)
-        array([0.0903])
+        array([0.1027])
     """
     a, b = _as_columns(a), _as_columns(b)
     result = _scipy_stats().ttest_rel(b, a, axis=0, alternative=_check_alternative(alternative))
