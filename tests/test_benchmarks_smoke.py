@@ -46,3 +46,11 @@ def test_peak_memory_sees_an_allocation():
     mib, method = common.peak_beyond_current(lambda: torch.ones(64, 2**20).sum())
     assert method in ("VmHWM-VmRSS", "ru_maxrss delta")
     assert mib >= 0
+
+
+def test_bench_compare_quick(capsys):
+    pytest.importorskip("ranx")
+    assert load("bench_compare").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| ignite-ranking |" in out and "| ranx |" in out
+    assert "largest gap in means and t-test p-values" in out

@@ -38,7 +38,13 @@ def plot_differences(
     fig, ax = plt.subplots(figsize=(8, 3.5), dpi=120)
     try:
         x = np.arange(d.size)
-        ax.bar(x, d, width=1.0, color=np.where(d >= 0, "#1f77b4", "#ff7f0e"), linewidth=0)
+        ax.bar(
+            x,
+            d,
+            width=1.0 if d.size > 200 else 0.85,
+            color=np.where(d >= 0, "#1f77b4", "#ff7f0e"),
+            linewidth=0,
+        )
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_xlim(-0.5, max(d.size, 1) - 0.5)
         ax.set_xlabel(f"queries, sorted by difference ({d.size})")

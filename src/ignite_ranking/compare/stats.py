@@ -205,7 +205,7 @@ def _resampled_means(x: np.ndarray, resamples: int, rng: np.random.Generator, ba
         index = rng.integers(0, n, (count, n))
         index += np.arange(count)[:, None] * n
         counts = np.bincount(index.ravel(), minlength=count * n).reshape(count, n)
-        out[start : start + count] = (counts @ x) / n
+        out[start : start + count] = (counts.astype(np.float64) @ x) / n  # float: a BLAS product
     return out
 
 
