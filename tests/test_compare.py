@@ -176,6 +176,8 @@ def test_bad_systems_are_refused():
         compare({"a": {"m": [1.0, 2.0]}, "b": {"m": [1.0]}})
     with pytest.raises(TypeError, match="must be a mapping"):
         compare({"a": [1.0], "b": [2.0]})
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        compare({"a": {"m": [1.0, np.nan]}, "b": {"m": [1.0, 2.0]}})
 
 
 def test_exports():
@@ -276,5 +278,7 @@ def test_cli_missing_queries(tmp_path, capsys):
     )
     assert main(["compare", qrels_path, run_paths[0], "-m", "mrr@10"]) == 2
     assert "at least two runs" in capsys.readouterr().err
+    assert main(["compare", qrels_path, run_paths[0], run_paths[0], "-m", "mrr@10"]) == 2
+    assert "each run may be given once" in capsys.readouterr().err
     assert main([*args, "--baseline", "nope"]) == 2
     assert "--baseline must name one of the runs" in capsys.readouterr().err

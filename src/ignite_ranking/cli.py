@@ -174,6 +174,8 @@ def _compare(args: argparse.Namespace) -> int:
 
     if len(args.runs) < 2:
         raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
+    if len(set(args.runs)) != len(args.runs):
+        raise ValueError(f"each run may be given once, got {args.runs}")
     qrels = read_qrels(args.qrels)
     results, tags = [], []
     for path in args.runs:

@@ -165,6 +165,9 @@ def compare(
         name: (keys, metric_names, values[:, [available.index(m) for m in metric_names]])
         for name, (keys, available, values) in tables.items()
     }
+    for name, (_, _, values) in tables.items():
+        if not np.isfinite(values).all():
+            raise ValueError(f"system {name!r} has NaN or infinite per-query values; they cannot be compared")
     queries, aligned = _align(tables, missing)
     values = np.stack([aligned[name] for name in names])  # (systems, queries, metrics)
     pairs = _pairs(names, baseline)

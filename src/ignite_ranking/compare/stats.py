@@ -292,7 +292,8 @@ def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
     """Adjusted p-values of one family: ``"none"``, ``"bonferroni"``, ``"holm"`` or ``"bh"``.
 
     Same values as ``statsmodels.stats.multitest.multipletests(p, method=...)`` (``"fdr_bh"``
-    for ``"bh"``). NaN p-values stay NaN and are not counted in the family.
+    for ``"bh"``, computed by ``scipy.stats.false_discovery_control``). NaN p-values stay NaN and
+    are not counted in the family.
 
     Example:
         >>> adjust([0.01, 0.04, 0.03], "holm").round(4).tolist()
@@ -311,13 +312,12 @@ def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
         adjusted = q
     elif method == "bonferroni":
         adjusted = np.minimum(q * m, 1.0)
-    else:
+    elif method == "bh":
+        adjusted = _scipy_stats().false_discovery_control(q, method="bh")
+    else:  # Holm's step-down (scipy has none)
         order = np.argsort(q, kind="stable")
         ranked = q[order]
-        if method == "holm":
-            stepped = np.minimum(np.maximum.accumulate((m - np.arange(m)) * ranked), 1.0)
-        else:
-            stepped = np.minimum(np.minimum.accumulate(m / np.arange(m, 0, -1) * ranked[::-1])[::-1], 1.0)
+        stepped = np.minimum(np.maximum.accumulate((m - np.arange(m)) * ranked), 1.0)
         adjusted = np.empty(m)
         adjusted[order] = stepped
     out[valid] = adjusted
