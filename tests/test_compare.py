@@ -203,6 +203,12 @@ def test_exports():
     assert "superscript letter marks a significant improvement" in latex
     with pytest.raises(ValueError, match="format must be one of"):
         report.format("html")
+    one_sided = compare(_systems(), alternative="greater", seed=0, resamples=200)
+    assert "one-sided: B greater than A" in str(one_sided)
+    two_sided = compare(_systems(), seed=0, resamples=200)
+    for mine, both in zip(one_sided.comparisons, two_sided.comparisons, strict=True):
+        if mine.difference > 0 and not np.isnan(both.p["t-test"]):
+            assert mine.p["t-test"] == pytest.approx(both.p["t-test"] / 2)
 
 
 def test_plot_writes_a_png(tmp_path):

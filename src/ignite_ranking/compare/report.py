@@ -136,6 +136,8 @@ class Report:
     def _settings_line(self) -> str:
         level = round(100 * (1 - self.alpha), 6)
         tests = ", ".join(_TEST_NAMES[t] for t in self.tests)
+        if self.alternative != "two-sided":
+            tests += f" (one-sided: B {self.alternative} than A)"
         against = f"against baseline {self.baseline}" if self.baseline else "all pairs"
         seed = "none" if self.seed is None else self.seed
         return (
