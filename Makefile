@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ties.py
 	$(BIN)/python benchmarks/bench_trec.py
 	$(BIN)/python benchmarks/bench_ir_measures.py
+	$(BIN)/python benchmarks/bench_compare.py
 
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)

@@ -55,3 +55,11 @@ def test_bench_ir_measures_quick(capsys):
     out = capsys.readouterr().out
     for form in ("dicts:", "dataframe:", "files:"):
         assert form in out
+
+
+def test_bench_compare_quick(capsys):
+    pytest.importorskip("ranx")
+    assert load("bench_compare").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| ignite-ranking |" in out and "| ranx |" in out
+    assert "largest gap in means and t-test p-values" in out

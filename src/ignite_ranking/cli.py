@@ -91,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "--progress", dest="progress", action="store_true", default=None, help="always show progress"
     )
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    _add_compare_parser(commands)
     return parser
 
 
@@ -136,12 +137,142 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_compare_parser(commands) -> None:
+    from .compare import CORRECTIONS, TESTS
+
+    cmp = commands.add_parser(
+        "compare",
+        help="compare TREC runs on the same queries: paired tests, intervals, a report",
+        description="Evaluate each run against the qrels as `evaluate` does (same metric names, "
+        "tie policy and relevance level), then compare the runs query by query: paired tests, "
+        "multiple-testing correction per metric, bootstrap confidence intervals, effect sizes. "
+        "Queries: those judged in the qrels and answered by every run; a query missing from a "
+        "run leaves the comparison (a note on stderr says how many), unless -c counts it as 0 "
+        "for that run, as trec_eval -c does. A run is named by its tag when the tags differ, "
+        "else by its path; --baseline takes either.",
+        epilog=MEASURE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmp.add_argument("qrels", help="qrels file (.gz allowed)")
+    cmp.add_argument("runs", nargs="+", metavar="run", help="two or more run files (.gz allowed)")
+    cmp.add_argument(
+        "-m",
+        "--metrics",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="MEASURE",
+        help="measures, as for evaluate (see below); -m may be repeated",
+    )
+    cmp.add_argument("--baseline", metavar="RUN", help="compare every run with this one (default: all pairs)")
+    cmp.add_argument(
+        "--test",
+        nargs="+",
+        choices=TESTS,
+        default=["t-test"],
+        help="paired tests; the first one decides the significance marks (default: t-test)",
+    )
+    cmp.add_argument("--correction", choices=CORRECTIONS, default="holm", help="per metric (default: holm)")
+    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level; CIs are 1 - alpha")
+    cmp.add_argument(
+        "--seed", type=int, default=None, help="seed of the randomization test and the bootstrap"
+    )
+    cmp.add_argument("--resamples", type=int, default=10_000, help="Monte Carlo resamples (default 10000)")
+    cmp.add_argument(
+        "--alternative", choices=("two-sided", "greater", "less"), default="two-sided", help="of every test"
+    )
+    cmp.add_argument(
+        "--format", choices=("table", "markdown", "latex", "json", "csv"), default="table", help="output"
+    )
+    cmp.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write the per-query difference chart (first metric, first pair) as PNG",
+    )
+    cmp.add_argument("--ties", choices=tie_policies(), default="trec", help="as for evaluate (default trec)")
+    cmp.add_argument(
+        "--score-precision",
+        choices=SCORE_PRECISIONS,
+        default="float64",
+        help="as for evaluate (default float64)",
+    )
+    cmp.add_argument("-l", "--relevance-level", type=int, default=1, help="as for evaluate (default 1)")
+    cmp.add_argument(
+        "-c", "--missing-as-zero", action="store_true", help="count qrels queries a run lacks as 0 for it"
+    )
+
+
+def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
+    """Tags when they are distinct and non-empty, else the paths."""
+    if all(tags) and len(set(tags)) == len(tags):
+        return list(tags)
+    return list(paths)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+
+    if len(args.runs) < 2:
+        raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
+    if len(set(args.runs)) != len(args.runs):
+        raise ValueError(f"each run may be given once, got {args.runs}")
+    qrels = read_qrels(args.qrels)
+    results, tags = [], []
+    for path in args.runs:
+        run = read_run(path)
+        tags.append(run.tag)
+        results.append(
+            evaluate(
+                qrels,
+                run,
+                args.metrics,
+                relevance_level=args.relevance_level,
+                ties=args.ties,
+                score_precision=args.score_precision,
+                missing_as_zero=args.missing_as_zero,
+            )
+        )
+    names = _run_names(args.runs, tags)
+    baseline = args.baseline
+    if baseline is not None:
+        if baseline in args.runs:
+            baseline = names[args.runs.index(baseline)]
+        elif baseline in tags:
+            baseline = names[tags.index(baseline)]
+        else:
+            raise ValueError(f"--baseline must name one of the runs by path or tag, got {baseline!r}")
+    common = set.intersection(*(set(r.queries) for r in results))
+    for name, result in zip(names, results, strict=True):
+        dropped = result.num_queries - len(common)
+        if dropped:
+            print(
+                f"ignite-ranking: note: {dropped} of {result.num_queries} evaluated queries of run {name} "
+                "are missing from another run and left out (-c counts missing queries as 0)",
+                file=sys.stderr,
+            )
+    report = compare(
+        dict(zip(names, results, strict=True)),
+        baseline=baseline,
+        tests=args.test,
+        correction=args.correction,
+        alpha=args.alpha,
+        alternative=args.alternative,
+        resamples=args.resamples,
+        seed=args.seed,
+        missing="intersect",
+    )
+    print(report.format(args.format))
+    if args.plot:
+        report.plot(args.plot)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status (2 for bad input, with a message on stderr)."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _evaluate(args)
+        return _compare(args) if args.command == "compare" else _evaluate(args)
     except (ValueError, OSError) as err:
         print(f"ignite-ranking: error: {err}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from .group import RankingMetrics
 from .hit_rate import HitRate
 from .mrr import MRR
 from .ndcg import NDCG
+from .per_query import PerQuery
 from .precision import Precision
 from .r_precision import RPrecision
 from .recall import Recall
@@ -15,6 +16,7 @@ __all__ = [
     "MRR",
     "NDCG",
     "HitRate",
+    "PerQuery",
     "Precision",
     "RPrecision",
     "RankingMetric",

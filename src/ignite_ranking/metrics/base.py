@@ -21,6 +21,7 @@ from ..kernels import (
     normalize_top_k,
     rank_batch,
 )
+from .per_query import PerQuery, check_query_ids, gather_per_query, split_query_ids
 
 __all__ = ["RankingMetric", "unpack_output"]
 
@@ -47,6 +48,10 @@ class RankingMetric(Metric):
     and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
     metric with one value and no cutoffs. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`.
+
+    With ``per_query=True`` the metric also keeps each counted query's values and key (memory
+    O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
+    :meth:`compute` and returned by :meth:`per_query_values`.
     """
 
     name = "ranking"
@@ -69,11 +74,13 @@ class RankingMetric(Metric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        per_query: bool = False,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
+        self._per_query = check_flag("per_query", per_query)
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
 
     @property
@@ -84,6 +91,11 @@ class RankingMetric(Metric):
     @property
     def num_values(self) -> int:
         return len(self.top_k) if self.top_k else 1
+
+    @property
+    def value_names(self) -> list[str]:
+        """The names of the values, as a group names them: ``"mrr@10"``, or ``"r_precision"``."""
+        return [f"{self.name}@{k}" for k in self.top_k] if self.top_k else [self.name]
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
@@ -105,16 +117,28 @@ class RankingMetric(Metric):
     def reset(self) -> None:
         self._sum_per_k = torch.zeros(self.num_values, dtype=torch.float64, device=self._device)
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
+        self._reset_per_query()
+
+    def _reset_per_query(self) -> None:
+        self._query_values: list[torch.Tensor] = []
+        self._query_keys: list[torch.Tensor] = []
+        self._queries_arrived = 0
+        self._user_keys: bool | None = None  # whether the keys are the user's ids (None: no query yet)
+        self._gathered: PerQuery | None = None
 
     @reinit__is_reduced
     def update(self, output: Sequence[torch.Tensor]) -> None:
+        output, query_ids = split_query_ids(output)
         y_pred, y = unpack_output(output)
-        self.accumulate(self.rank(y_pred, y))
+        ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
+        self.accumulate(self.rank(y_pred, y), query_ids=ids)
 
     @reinit__is_reduced
-    def accumulate(self, ranked: RankedBatch) -> None:
+    def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid)."""
         values = self.score(ranked)
+        if self._per_query:
+            self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
             # A mask, not indexing, so that no host synchronization is needed.
             counted = ranked.num_relevant > 0
@@ -124,8 +148,55 @@ class RankingMetric(Metric):
             self._num_examples += values.shape[0]
         self._sum_per_k += values.sum(dim=0).to(self._device)
 
+    def _keep_per_query(
+        self, ranked: RankedBatch, values: torch.Tensor, query_ids: torch.Tensor | None
+    ) -> None:
+        given = query_ids is not None
+        if self._user_keys is not None and self._user_keys != given:
+            raise ValueError("pass query_ids with every update of a per_query metric, or with none")
+        batch = values.shape[0]
+        keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
+        if self.ignore_zero_hits:
+            counted = (ranked.num_relevant > 0).cpu()
+            values, keys = values[counted.to(values.device)], keys[counted]
+        self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
+        self._query_keys.append(keys)
+        self._queries_arrived += batch
+        self._user_keys = given
+        self._gathered = None
+
+    def per_query_values(self) -> PerQuery:
+        """Each counted query's values and key, from every process (call it on all of them).
+
+        Needs ``per_query=True``. The rows are the queries that count in the mean (so each
+        column's mean is :meth:`compute`'s value), ordered by key when ids were given, else by
+        (process rank, arrival).
+
+        Example:
+            >>> import torch
+            >>> from ignite_ranking import MRR
+            >>> metric = MRR([1, 10], per_query=True)
+            >>> y_pred = torch.tensor([[0.2, 0.9, 0.4], [0.1, 0.2, 0.3]])
+            >>> metric.update((y_pred, torch.tensor([[1, 0, 0], [0, 0, 1]])))
+            >>> result = metric.per_query_values()
+            >>> result.keys.tolist(), result.values["mrr@10"].tolist()
+            ([0, 1], [0.3333333333333333, 1.0])
+        """
+        if not self._per_query:
+            raise ValueError(
+                f"{type(self).__name__} keeps per-query values only when created with per_query=True."
+            )
+        if self._gathered is None:
+            keys, values = gather_per_query(
+                self._query_values, self._query_keys, self._queries_arrived, self._user_keys, self.num_values
+            )
+            self._gathered = PerQuery(keys, {name: values[:, i] for i, name in enumerate(self.value_names)})
+        return self._gathered
+
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float] | float:
+        if self._per_query:
+            self.per_query_values()
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
         means = (self._sum_per_k / self._num_examples).tolist()
@@ -149,6 +220,15 @@ class RankingMetric(Metric):
         # Copies, so that later updates never change a state the user saved.
         state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
         state[_SETTINGS] = self.settings()
+        if self._per_query:
+            state["_query_values"] = (
+                torch.cat(self._query_values) if self._query_values else torch.zeros((0, self.num_values))
+            ).to(torch.float64)
+            state["_query_keys"] = (
+                torch.cat(self._query_keys) if self._query_keys else torch.zeros(0, dtype=torch.int64)
+            )
+            state["_queries_arrived"] = self._queries_arrived
+            state["_user_keys"] = self._user_keys
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
@@ -163,8 +243,29 @@ class RankingMetric(Metric):
         self._check_settings(state_dict[_SETTINGS])
         sums = _loaded_sums(state_dict["_sum_per_k"], self.num_values)
         count = _loaded_count(state_dict["_num_examples"])
+        if self._per_query:
+            kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
+            if any(key not in state_dict for key in kept):
+                raise ValueError(
+                    f"state_dict lacks the per-query values of this per_query {type(self).__name__}; "
+                    "pass what a per_query=True metric's state_dict() returned."
+                )
+            values, keys = state_dict["_query_values"], state_dict["_query_keys"]
+            if not isinstance(values, torch.Tensor) or not isinstance(keys, torch.Tensor):
+                raise TypeError("state_dict['_query_values'] and ['_query_keys'] must be tensors.")
+            if values.ndim != 2 or values.shape[1] != self.num_values or keys.shape != (values.shape[0],):
+                raise ValueError(
+                    f"state_dict holds per-query values of shape {tuple(values.shape)} and keys of shape "
+                    f"{tuple(keys.shape)}; expected (n, {self.num_values}) and (n,)."
+                )
         self._sum_per_k = sums.to(device=self._device, dtype=torch.float64).clone()
         self._num_examples = torch.tensor(count, dtype=torch.int64, device=self._device)
+        if self._per_query:
+            self._reset_per_query()
+            self._query_values = [values.to(torch.float64).clone()]
+            self._query_keys = [keys.to(torch.int64).clone()]
+            self._queries_arrived = int(state_dict["_queries_arrived"])
+            self._user_keys = state_dict["_user_keys"]
 
     def _check_settings(self, saved: object) -> None:
         own = self.settings()

@@ -9,6 +9,7 @@ from ignite.metrics import MetricGroup
 
 from ..kernels import rank_batch
 from .base import RankingMetric, unpack_output
+from .per_query import PerQuery, check_query_ids, split_query_ids
 
 __all__ = ["RankingMetrics"]
 
@@ -27,6 +28,9 @@ class RankingMetrics(MetricGroup):
         metrics: a mapping of names to metrics; members may also be given as keyword arguments.
         output_transform: turns the engine's output into ``(y_pred, y)``.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
+        per_query: keep every member's per-query values (memory O(queries)) for
+            :meth:`per_query_values`; members must then share ``ignore_zero_hits``. An update may
+            carry query ids as ``(y_pred, y, {"query_ids": ids})``.
 
     Example:
         >>> import torch
@@ -43,6 +47,7 @@ class RankingMetrics(MetricGroup):
         *,
         output_transform: Callable = lambda x: x,
         skip_unrolling: bool = False,
+        per_query: bool = False,
         **members: RankingMetric,
     ):
         merged = dict(metrics or {})
@@ -68,10 +73,23 @@ class RankingMetrics(MetricGroup):
                 f"{sorted(shared)}; use separate groups for different settings."
             )
         self._threshold, self._ties = shared.pop()
+        if not isinstance(per_query, bool):
+            raise TypeError(f"per_query must be a bool, got {type(per_query).__name__}.")
+        if per_query:
+            if len({m.ignore_zero_hits for m in merged.values()}) > 1:
+                raise ValueError(
+                    "members of a per_query RankingMetrics must share ignore_zero_hits, so that they "
+                    "keep the same queries."
+                )
+            for metric in merged.values():
+                metric._per_query = True
+        self._per_query = per_query
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
     def update(self, output: Sequence[torch.Tensor]) -> None:
+        output, query_ids = split_query_ids(output)
         y_pred, y = unpack_output(output)
+        ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
         members = list(self.metrics.values())
         ranked = rank_batch(
             y_pred,
@@ -84,7 +102,33 @@ class RankingMetrics(MetricGroup):
             count=any(m.needs_counts for m in members),
         )
         for metric in members:
-            metric.accumulate(ranked)
+            metric.accumulate(ranked, query_ids=ids)
+
+    def per_query_values(self) -> PerQuery:
+        """Every member's per-query values under the names of :meth:`compute`, one key column.
+
+        Needs ``per_query=True``; call it on every process under ``ignite.distributed``. Pass
+        two groups' results to :func:`ignite_ranking.compare.compare` to compare two models.
+
+        Example:
+            >>> import torch
+            >>> from ignite_ranking import MRR, NDCG, RankingMetrics
+            >>> group = RankingMetrics(mrr=MRR([10]), ndcg=NDCG([10]), per_query=True)
+            >>> y_pred = torch.tensor([[0.2, 0.9, 0.4], [0.1, 0.2, 0.3]])
+            >>> group.update((y_pred, torch.tensor([[1, 0, 0], [0, 0, 1]]), {"query_ids": [7, 3]}))
+            >>> result = group.per_query_values()
+            >>> result.keys.tolist(), result.values["mrr@10"].tolist()
+            ([3, 7], [1.0, 0.3333333333333333])
+        """
+        if not self._per_query:
+            raise ValueError("RankingMetrics keeps per-query values only when created with per_query=True.")
+        keys, values = None, {}
+        for name, metric in self.metrics.items():
+            member = metric.per_query_values()
+            keys = member.keys if keys is None else keys
+            labels = [f"{name}@{k}" for k in metric.top_k] if metric.top_k is not None else [name]
+            values.update(zip(labels, member.values.values(), strict=True))
+        return PerQuery(keys, values)
 
     def compute(self) -> dict[str, float]:
         results: dict[str, float] = {}

@@ -43,9 +43,17 @@ class HitRate(RankingMetric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        per_query: bool = False,
     ):
         super().__init__(
-            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

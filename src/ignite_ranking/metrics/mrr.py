@@ -39,6 +39,9 @@ class MRR(RankingMetric):
         ties: how equal scores are ordered: ``"first"`` (the default above), ``"last"`` (higher
             index first), ``"optimistic"`` / ``"pessimistic"`` (higher / lower label first), or
             ``"average"`` (the expected value over all orders of each tied block).
+        per_query: also keep each query's values (memory O(queries)), for
+            :meth:`per_query_values` and :func:`ignite_ranking.compare.compare`; an update may then
+            carry query ids as ``(y_pred, y, {"query_ids": ids})``.
 
     Example:
         >>> import torch

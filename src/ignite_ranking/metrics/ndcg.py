@@ -48,9 +48,17 @@ class NDCG(RankingMetric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        per_query: bool = False,
     ):
         super().__init__(
-            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 

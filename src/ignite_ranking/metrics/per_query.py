@@ -1,0 +1,123 @@
+"""Per-query values kept by a metric on request (``per_query=True``), and their gathering.
+
+Keys: a query's key is the id the user passed with its batch (``(y_pred, y, {"query_ids":
+ids})``), or else its arrival index: the position of the query among all queries given to
+the metric, counting those left out by ``ignore_zero_hits``. Under ``ignite.distributed`` the
+values are gathered at ``compute``; arrival keys then count in (rank, arrival) order, as if the
+processes' streams were concatenated rank after rank, and user ids are sorted ascending (so that
+any sharding of a dataset gives the single-process order when the ids are dataset positions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "split_query_ids"]
+
+
+@dataclass(frozen=True)
+class PerQuery:
+    """Per-query values of a metric or a group.
+
+    Attributes:
+        keys: ``int64`` query keys, one per row: the given query ids (ascending) or arrival
+            indices.
+        values: value name (``"mrr@10"``, or the group's names) -> ``float64`` values in the
+            order of ``keys``.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import NDCG
+        >>> metric = NDCG([2], per_query=True)
+        >>> metric.update((torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([[1, 0], [1, 0]])))
+        >>> result = metric.per_query_values()
+        >>> len(result), result.keys.tolist(), [round(v, 4) for v in result.values["ndcg@2"].tolist()]
+        (2, [0, 1], [1.0, 0.6309])
+    """
+
+    keys: torch.Tensor
+    values: dict[str, torch.Tensor]
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+
+def split_query_ids(output: object) -> tuple[object, object]:
+    """``(output without ids, ids or None)``: ids come as ``(y_pred, y, {"query_ids": ids})``."""
+    if (
+        isinstance(output, Sequence)
+        and not isinstance(output, (str, bytes))
+        and len(output) == 3
+        and isinstance(output[2], Mapping)
+    ):
+        extra = output[2]
+        if set(extra) != {"query_ids"}:
+            raise ValueError(
+                f"the third element of an update must be {{'query_ids': ids}}, got keys {sorted(extra)}"
+            )
+        return tuple(output[:2]), extra["query_ids"]
+    return output, None
+
+
+def check_query_ids(query_ids: object, batch: int, per_query: bool) -> torch.Tensor | None:
+    """The ids as a CPU ``int64`` tensor of shape ``(batch,)``, or a ``ValueError``/``TypeError``."""
+    if query_ids is None:
+        return None
+    if not per_query:
+        raise ValueError("query_ids are kept only by a metric created with per_query=True")
+    ids = query_ids if isinstance(query_ids, torch.Tensor) else torch.as_tensor(query_ids)
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise TypeError(f"query_ids must be integers, got dtype {ids.dtype}")
+    if ids.shape != (batch,):
+        raise ValueError(f"query_ids must have shape ({batch},), one id per query, got {tuple(ids.shape)}")
+    return ids.detach().to(device="cpu", dtype=torch.int64)
+
+
+def gather_per_query(
+    values: list[torch.Tensor],
+    keys: list[torch.Tensor],
+    arrived: int,
+    user_keys: bool | None,
+    num_values: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(keys, values)`` of every process, in the order described in the module docstring."""
+    import ignite.distributed as idist
+
+    local_values = torch.cat(values) if values else torch.zeros((0, num_values), dtype=torch.float64)
+    local_keys = torch.cat(keys) if keys else torch.zeros(0, dtype=torch.int64)
+    world = idist.get_world_size()
+    if world > 1:
+        mode = -1 if user_keys is None else int(user_keys)
+        info = idist.all_gather(torch.tensor([local_values.shape[0], arrived, mode], dtype=torch.int64))
+        info = info.reshape(world, 3)
+        modes = {int(m) for m in info[:, 2] if m >= 0}
+        if len(modes) > 1:
+            raise ValueError(
+                "some processes passed query_ids and others did not; pass them everywhere or nowhere"
+            )
+        user_keys = modes.pop() == 1 if modes else None
+        counts = info[:, 0].tolist()
+        device = idist.device()
+        gathered_values = idist.all_gather_tensors_with_shapes(
+            local_values.to(device), [[c, num_values] for c in counts]
+        )
+        gathered_keys = idist.all_gather_tensors_with_shapes(local_keys.to(device), [[c] for c in counts])
+        if not user_keys:
+            offsets = torch.cumsum(info[:, 1], 0) - info[:, 1]
+            gathered_keys = [k.cpu() + int(offsets[r]) for r, k in enumerate(gathered_keys)]
+        local_values = torch.cat([v.cpu() for v in gathered_values])
+        local_keys = torch.cat([k.cpu() for k in gathered_keys])
+    if user_keys:
+        local_keys, order = torch.sort(local_keys, stable=True)
+        local_values = local_values[order]
+        repeated = local_keys[1:] == local_keys[:-1]
+        if repeated.any():
+            shown = local_keys[1:][repeated].unique()[:5].tolist()
+            raise ValueError(
+                f"query_ids must be unique across updates and processes; {shown} came more than once "
+                "(a DistributedSampler pads its last batches with repeats: drop them or use drop_last)"
+            )
+    return local_keys, local_values
