@@ -7,6 +7,7 @@ The reference is written to be obviously correct rather than fast: each query is
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -72,11 +73,16 @@ def ranked_values(
     top_k: Iterable[int] | None,
     relevance_threshold: float = 1.0,
     gain_function: str = "exp_rank",
+    judged: Sequence[float] | None = None,
 ) -> list[float]:
-    """The values of one query given all its labels in ranked order."""
-    labels = ranked
+    """The values of one query given its listed labels in ranked order.
+
+    ``judged`` holds the labels of all the query's judged items (R and the ideal order come from
+    them); by default the ranked labels are all of them, as in a dense row.
+    """
+    labels = ranked if judged is None else judged
     rel = [label >= relevance_threshold for label in ranked]
-    num_rel = sum(rel)
+    num_rel = sum(label >= relevance_threshold for label in labels)
     n = len(ranked)
 
     if metric == "r_precision":
@@ -110,7 +116,7 @@ def ranked_values(
             ideal = sorted(labels, reverse=True)
             idcg = sum(
                 _gain(ideal[i], ideal[i] >= relevance_threshold, gain_function) / math.log2(i + 2)
-                for i in range(min(k, n))
+                for i in range(min(k, len(ideal)))
             )
             value = dcg / idcg if idcg > 0 else 0.0
         else:
@@ -121,6 +127,61 @@ def ranked_values(
 
 def num_relevant(labels: Sequence[float], relevance_threshold: float = 1.0) -> int:
     return sum(label >= relevance_threshold for label in labels)
+
+
+def list_orders(scores: Sequence[float] | None, index: Sequence[int], labels: Sequence[float], ties: str):
+    """Every order of a query's listed items (positions into the lists) that ``ties`` asks for:
+    one order, or for ``"average"`` every order of every tied block (a generator).
+
+    ``scores`` None means the lists are in rank order. Otherwise items are sorted by descending
+    score, equal scores by ``index`` ascending (``"first"``, ``"average"``) or descending
+    (``"last"``), or by label descending / ascending and then index (the bounds).
+    """
+    n = len(index)
+    if scores is None:
+        yield list(range(n))
+        return
+    if ties == "first" or ties == "average":
+        key = lambda i: (-scores[i], index[i])  # noqa: E731
+    elif ties == "last":
+        key = lambda i: (-scores[i], -index[i])  # noqa: E731
+    elif ties == "optimistic":
+        key = lambda i: (-scores[i], -labels[i], index[i])  # noqa: E731
+    elif ties == "pessimistic":
+        key = lambda i: (-scores[i], labels[i], index[i])  # noqa: E731
+    else:
+        raise ValueError(ties)
+    order = sorted(range(n), key=key)
+    if ties != "average":
+        yield order
+        return
+    blocks = [[i for i in order if scores[i] == v] for v in sorted(set(scores), reverse=True)]
+    for combo in itertools.product(*(itertools.permutations(b) for b in blocks)):
+        yield [i for block in combo for i in block]
+
+
+def list_values(
+    scores: Sequence[float] | None,
+    index: Sequence[int],
+    labels: Sequence[float],
+    judged: Sequence[float],
+    metric: str,
+    top_k: Iterable[int] | None,
+    relevance_threshold: float = 1.0,
+    ties: str = "first",
+    gain_function: str = "exp_rank",
+) -> list[float]:
+    """Values of one query given as a list of items (score, tie index, label) and the labels of
+    all its judged items; for ``"average"`` the mean over every order of every tied block."""
+    total = None
+    count = 0
+    for order in list_orders(scores, index, labels, ties):
+        values = ranked_values(
+            [labels[i] for i in order], metric, top_k, relevance_threshold, gain_function, judged
+        )
+        total = values if total is None else [a + b for a, b in zip(total, values, strict=True)]
+        count += 1
+    return [v / count for v in total]
 
 
 # --------------------------------------------------------------------------- batches

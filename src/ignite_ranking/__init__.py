@@ -1,6 +1,7 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
 from . import functional
+from .kernels.forms import Retrieved
 from .metrics import MAP, MRR, NDCG, HitRate, Precision, RankingMetric, RankingMetrics, Recall, RPrecision
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "RankingMetric",
     "RankingMetrics",
     "Recall",
+    "Retrieved",
     "functional",
 ]
 __version__ = "0.1.0"

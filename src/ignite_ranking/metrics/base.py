@@ -9,19 +9,37 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import RankedBatch, check_inputs, check_threshold, check_ties, normalize_top_k, rank_batch
+from ..kernels import RankedBatch, check_threshold, check_ties, normalize_top_k
+from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush, normalize
 
-__all__ = ["RankingMetric", "unpack_output"]
+__all__ = ["HELD_KEYS", "RankingMetric", "held_from_state", "held_to_state"]
+
+# The flat form's held-back query in a state_dict (empty tensors when none is held).
+HELD_KEYS = ("_held_preds", "_held_target", "_held_indexes")
 
 
-def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(y_pred, y)`` from an update's output, refusing anything but a pair of tensors."""
-    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)) or len(output) != 2:
-        shown = f"a sequence of length {len(output)}" if isinstance(output, Sequence) else type(output)
-        raise ValueError(f"output must be a pair (y_pred, y), got {shown}.")
-    y_pred, y = output
-    check_inputs(y_pred, y)
-    return y_pred.detach(), y.detach()
+def held_to_state(held: FlatRows | None) -> OrderedDict:
+    """The held-back rows as state_dict entries (copies)."""
+    rows = (
+        held.astuple()
+        if held is not None
+        else (torch.zeros(0, dtype=torch.float64),) * 2 + (torch.zeros(0, dtype=torch.int64),)
+    )
+    return OrderedDict((key, value.clone()) for key, value in zip(HELD_KEYS, rows, strict=True))
+
+
+def held_from_state(state_dict: Mapping) -> FlatRows | None:
+    """The held-back rows of a state_dict (None if it holds none, as in states saved before them)."""
+    if not all(key in state_dict for key in HELD_KEYS):
+        return None
+    rows = [torch.as_tensor(state_dict[key]) for key in HELD_KEYS]
+    if len({tuple(r.shape) for r in rows}) != 1 or rows[0].ndim != 1:
+        raise ValueError(
+            f"state_dict holds held-back rows {HELD_KEYS} of shapes {[tuple(r.shape) for r in rows]}."
+        )
+    if rows[0].numel() == 0:
+        return None
+    return FlatRows(rows[0].to(torch.float64), rows[1].to(torch.float64), rows[2].to(torch.int64))
 
 
 class RankingMetric(Metric):
@@ -30,7 +48,8 @@ class RankingMetric(Metric):
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
     and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
     metric with one value and no cutoffs. The state is a few numbers per cutoff,
-    all-reduced once in :meth:`compute`.
+    all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
+    held back until the next update or :meth:`compute` (see :doc:`/inputs`).
     """
 
     name = "ranking"
@@ -51,8 +70,10 @@ class RankingMetric(Metric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        ignore_index: int | None = None,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.ignore_index = check_ignore_index(ignore_index)
         if not isinstance(ignore_zero_hits, bool):
             raise TypeError(f"ignore_zero_hits must be a bool, got {type(ignore_zero_hits).__name__}.")
         self.ignore_zero_hits = ignore_zero_hits
@@ -73,27 +94,38 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
-    def rank(self, y_pred: torch.Tensor, y: torch.Tensor) -> RankedBatch:
-        return rank_batch(
-            y_pred,
-            y,
+    @property
+    def ranking(self) -> Ranking:
+        """What this metric needs of a ranked batch."""
+        return Ranking(
             self.depth,
             relevance_threshold=self.relevance_threshold,
             ties=self.ties,
             ideal=self.needs_ideal,
             cover_relevant=self.covers_relevant,
             count=self.needs_counts,
+            ignore_index=self.ignore_index,
         )
 
     @reinit__is_reduced
     def reset(self) -> None:
         self._sum_per_k = torch.zeros(self.num_values, dtype=torch.float64, device=self._device)
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
+        self._held: FlatRows | None = None
 
     @reinit__is_reduced
-    def update(self, output: Sequence[torch.Tensor]) -> None:
-        y_pred, y = unpack_output(output)
-        self.accumulate(self.rank(y_pred, y))
+    def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
+        """Adds a batch in any input form: ``(y_pred, y)`` (``y`` dense or sparse),
+        ``(preds, target, indexes)`` or a :class:`~ignite_ranking.Retrieved`."""
+        normalized = normalize(output, self.ranking, held=self._held, hold_last=True)
+        self.accumulate(normalized.ranked)
+        self._held = normalized.held
+
+    def close_held(self) -> None:
+        """Counts the flat form's held-back query as complete (``compute`` does this first)."""
+        if self._held is not None:
+            self.accumulate(flush(self._held, self.ranking))
+            self._held = None
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch) -> None:
@@ -108,8 +140,12 @@ class RankingMetric(Metric):
             self._num_examples += values.shape[0]
         self._sum_per_k += values.sum(dim=0).to(self._device)
 
-    @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float] | float:
+        self.close_held()
+        return self._mean()
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
         means = (self._sum_per_k / self._num_examples).tolist()
@@ -117,7 +153,9 @@ class RankingMetric(Metric):
 
     def _state_dict_per_rank(self) -> OrderedDict:
         # Copies, so that later updates never change a state the user saved.
-        return OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
+        state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
+        state.update(held_to_state(self._held))
+        return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
         missing = [key for key in self._state_dict_all_req_keys if key not in state_dict]
@@ -134,3 +172,4 @@ class RankingMetric(Metric):
             )
         self._sum_per_k = sums.to(device=self._device, dtype=torch.float64).clone()
         self._num_examples = torch.as_tensor(count, dtype=torch.int64).to(self._device).clone()
+        self._held = held_from_state(state_dict)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from ignite.metrics import MetricGroup
 
-from ..kernels import rank_batch
-from .base import RankingMetric, unpack_output
+from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush, normalize
+from .base import RankingMetric, held_from_state, held_to_state
 
 __all__ = ["RankingMetrics"]
 
@@ -21,11 +21,15 @@ class RankingMetrics(MetricGroup):
     :class:`~ignite_ranking.RPrecision`), ready for Ignite's loggers, and the whole dict under the
     name it was attached with. Results equal those of the members used alone; the group's
     ``output_transform`` is the one applied (the members' own are not). All members must share
-    ``relevance_threshold`` and ``ties``, since they share one ranking.
+    ``relevance_threshold``, ``ties`` and ``ignore_index``, since they share one ranking. It takes
+    every input form (:doc:`/inputs`); for the flat form the group, not its members, holds back
+    the last query of each update.
 
     Args:
         metrics: a mapping of names to metrics; members may also be given as keyword arguments.
         output_transform: turns the engine's output into ``(y_pred, y)``.
+        ignore_index: items (flat rows) whose label equals it are left out; members must have the
+            same ``ignore_index`` or None.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
 
     Example:
@@ -43,6 +47,7 @@ class RankingMetrics(MetricGroup):
         *,
         output_transform: Callable = lambda x: x,
         skip_unrolling: bool = False,
+        ignore_index: int | None = None,
         **members: RankingMetric,
     ):
         merged = dict(metrics or {})
@@ -67,26 +72,43 @@ class RankingMetrics(MetricGroup):
                 "members of one RankingMetrics must share relevance_threshold and ties, got "
                 f"{sorted(shared)}; use separate groups for different settings."
             )
-        self._threshold, self._ties = shared.pop()
+        threshold, ties = shared.pop()
+        ignore_index = check_ignore_index(ignore_index)
+        indices = {m.ignore_index for m in merged.values()} - {None, ignore_index}
+        if indices:
+            raise ValueError(
+                f"members of one RankingMetrics must have the group's ignore_index ({ignore_index}) "
+                f"or None, got {sorted(indices)}."
+            )
+        members_list = list(merged.values())
+        self._ranking = Ranking(
+            max(m.depth for m in members_list),
+            relevance_threshold=threshold,
+            ties=ties,
+            ideal=any(m.needs_ideal for m in members_list),
+            cover_relevant=any(m.covers_relevant for m in members_list),
+            count=any(m.needs_counts for m in members_list),
+            ignore_index=ignore_index,
+        )
+        self._held: FlatRows | None = None
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
-    def update(self, output: Sequence[torch.Tensor]) -> None:
-        y_pred, y = unpack_output(output)
-        members = list(self.metrics.values())
-        ranked = rank_batch(
-            y_pred,
-            y,
-            max(m.depth for m in members),
-            relevance_threshold=self._threshold,
-            ties=self._ties,
-            ideal=any(m.needs_ideal for m in members),
-            cover_relevant=any(m.covers_relevant for m in members),
-            count=any(m.needs_counts for m in members),
-        )
-        for metric in members:
-            metric.accumulate(ranked)
+    def reset(self) -> None:
+        self._held = None
+        super().reset()
+
+    def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
+        normalized = normalize(output, self._ranking, held=self._held, hold_last=True)
+        for metric in self.metrics.values():
+            metric.accumulate(normalized.ranked)
+        self._held = normalized.held
 
     def compute(self) -> dict[str, float]:
+        if self._held is not None:
+            ranked = flush(self._held, self._ranking)
+            for metric in self.metrics.values():
+                metric.accumulate(ranked)
+            self._held = None
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             value = metric.compute()
@@ -95,3 +117,12 @@ class RankingMetrics(MetricGroup):
             else:
                 results.update({f"{name}@{k}": v for k, v in zip(metric.top_k, value, strict=True)})
         return results
+
+    def _state_dict_per_rank(self):
+        state = super()._state_dict_per_rank()
+        state.update(held_to_state(self._held))
+        return state
+
+    def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
+        super()._load_state_dict_per_rank(state_dict)
+        self._held = held_from_state(state_dict)

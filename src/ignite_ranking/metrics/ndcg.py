@@ -47,10 +47,18 @@ class NDCG(RankingMetric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        ignore_index: int | None = None,
     ):
         self.gain_function = check_gain_function(gain_function)
         super().__init__(
-            top_k, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            ignore_index=ignore_index,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

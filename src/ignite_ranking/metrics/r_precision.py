@@ -40,9 +40,17 @@ class RPrecision(RankingMetric):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        ignore_index: int | None = None,
     ):
         super().__init__(
-            None, ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties=ties
+            None,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            ignore_index=ignore_index,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
