@@ -215,6 +215,9 @@ def _retrieved_data(rng, ties, batch, layout, with_scores, num_items=25):
         )
     ids_t = torch.from_numpy(ids)
     if layout == "padded":
+        if ties in ("last", "average"):  # wide judgement rows take the sorted lookup
+            judged_ids = np.pad(judged_ids, ((0, 0), (0, 64)), constant_values=-1)
+            grades = np.pad(grades, ((0, 0), (0, 64)))
         relevant, grades_t = torch.from_numpy(judged_ids), torch.from_numpy(grades)
     else:
         rows, cols = np.nonzero(judged_ids >= 0)

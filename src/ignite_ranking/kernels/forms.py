@@ -176,10 +176,14 @@ def normalize(
         return _from_candidates(_sparse_label_candidates(y_pred, y, ranking), ranking)
     check_inputs(y_pred, y)
     assert isinstance(y_pred, torch.Tensor) and isinstance(y, torch.Tensor)
-    y_pred, y = y_pred.detach(), y.detach()
-    rows = torch.arange(y_pred.shape[0], device=y_pred.device)
-    if ranking.ignore_index is not None:
+    return _normalize_dense(y_pred.detach(), y.detach(), ranking)
+
+
+def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) -> Normalized:
+    """A checked dense batch: the ranking kernel, or lists when items are to be left out."""
+    if ranking.ignore_index is not None and bool((y == ranking.ignore_index).any()):
         return _from_candidates(_dense_candidates(y_pred, y, ranking.ignore_index), ranking)
+    rows = torch.arange(y_pred.shape[0], device=y_pred.device)
     ranked = rank_batch(
         y_pred,
         y,
@@ -264,7 +268,12 @@ def _normalize_flat_rows(rows: FlatRows, ranking: Ranking, hold_last: bool) -> N
             ids[:-1],
         )
     lengths = torch.diff(starts, append=torch.tensor([len(rows)], device=device))
-    normalized = _from_candidates(_ragged_candidates(rows, starts, lengths), ranking)
+    if lengths.numel() and bool((lengths == lengths[0]).all()):
+        # Queries of one length are a dense batch, each row's position its index.
+        shape = (lengths.numel(), int(lengths[0]))
+        normalized = _normalize_dense(rows.preds.view(shape), rows.target.view(shape), ranking)
+    else:
+        normalized = _from_candidates(_ragged_candidates(rows, starts, lengths), ranking)
     normalized.query_ids = ids
     normalized.held = held
     return normalized
@@ -288,7 +297,9 @@ def _ragged_candidates(rows: FlatRows, starts: torch.Tensor, lengths: torch.Tens
     query = _owner_of_each(lengths)
     position = torch.arange(len(rows), device=device) - starts.to(device)[query]
     width = int(lengths.max()) if queries else 0
-    return _Candidates.scatter(queries, width, query, position, rows.preds, position, rows.target)
+    c = _Candidates.scatter(queries, width, query, position, rows.preds, position, rows.target)
+    c.index_ascending = True
+    return c
 
 
 def _owner_of_each(counts: torch.Tensor) -> torch.Tensor:
@@ -307,15 +318,18 @@ class _Candidates:
 
     ``scores`` (float64, or None when the lists are in rank order), ``index`` (int64, the tie
     index), ``labels`` (float64, 0 for unjudged) and ``valid`` (bool) have one shape;
-    ``judged_rows`` / ``judged_labels`` list every judged item of every query (for R and IDCG).
+    ``judged_rows`` / ``judged_labels`` list every judged item of every query (for R and IDCG),
+    or are None when the judged items are exactly the valid listed ones (flat rows, dense rows).
+    ``index_ascending`` says that ``index`` ascends along each row (no sort needed for it).
     """
 
     scores: torch.Tensor | None
     index: torch.Tensor
     labels: torch.Tensor
     valid: torch.Tensor
-    judged_rows: torch.Tensor
-    judged_labels: torch.Tensor
+    judged_rows: torch.Tensor | None = None
+    judged_labels: torch.Tensor | None = None
+    index_ascending: bool = False
 
     @classmethod
     def scatter(cls, queries, width, query, position, scores, index, labels) -> _Candidates:
@@ -330,7 +344,7 @@ class _Candidates:
         out_index[query, position] = index
         out_labels = torch.zeros(shape, dtype=_F64, device=device)
         out_labels[query, position] = labels
-        return cls(out_scores, out_index, out_labels, valid, query, labels)
+        return cls(out_scores, out_index, out_labels, valid)
 
     @property
     def queries(self) -> int:
@@ -352,19 +366,23 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     queries, width = c.labels.shape
     device = c.labels.device
     threshold = ranking.relevance_threshold
-    is_relevant = c.judged_labels >= threshold
-    relevant_rows, relevant_labels = c.judged_rows[is_relevant], c.judged_labels[is_relevant]
-    counts = torch.bincount(relevant_rows, minlength=queries)
+    listed_relevant = c.valid & (c.labels >= threshold)
+    if c.judged_labels is None:
+        counts = listed_relevant.sum(dim=1)
+    else:
+        is_relevant = c.judged_labels >= threshold
+        relevant_rows, relevant_labels = c.judged_rows[is_relevant], c.judged_labels[is_relevant]
+        counts = torch.bincount(relevant_rows, minlength=queries)
     most = int(counts.max()) if queries else 0
     depth = max(min(ranking.depth, max(width, most)), most if ranking.cover_relevant else 0)
     if width < depth:
         c = _widen(c, depth)
+        listed_relevant = torch.nn.functional.pad(listed_relevant, (0, depth - width))
         width = depth
     order = _order(c, ranking.ties)
     labels = c.labels.gather(1, order)
-    valid = c.valid.gather(1, order)
-    relevant = valid & (labels >= threshold)
-    labels = torch.where(valid, labels, torch.zeros_like(labels))
+    relevant = listed_relevant.gather(1, order)
+    labels = torch.where(c.valid.gather(1, order), labels, torch.zeros_like(labels))
     average = ranking.ties == "average" and c.scores is not None
     keep = width if average else depth
     ranked = RankedBatch(
@@ -373,7 +391,11 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         num_relevant=counts.to(_F64),
     )
     if ranking.ideal:
-        ranked.ideal_labels = _ideal_labels(relevant_rows, relevant_labels, counts, queries, keep)
+        if c.judged_labels is None:
+            gains = torch.where(listed_relevant, c.labels, torch.zeros_like(c.labels))
+            ranked.ideal_labels = torch.topk(gains, keep, dim=1).values
+        else:
+            ranked.ideal_labels = _ideal_labels(relevant_rows, relevant_labels, counts, queries, keep)
         positions = torch.arange(keep, device=device)
         ranked.ideal_relevant = (positions[None, :] < counts[:, None]).to(_F64)
     if average:
@@ -409,11 +431,21 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
     if c.scores is None:
         order = torch.arange(width, device=c.labels.device).expand(queries, width)
     else:
-        order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
-        if ties in _BY_LABEL:
-            by_label = c.labels.gather(1, order).argsort(dim=1, descending=ties == "optimistic", stable=True)
-            order = order.gather(1, by_label)
-        order = order.gather(1, c.scores.gather(1, order).argsort(dim=1, descending=True, stable=True))
+        order = c.scores.argsort(dim=1, descending=True, stable=True)
+        ranked_scores = c.scores.gather(1, order)
+        tied = ranked_scores[:, 1:] == ranked_scores[:, :-1]
+        if ties in ("first", "average") and c.index_ascending:
+            pass  # the stable sort kept index order within ties
+        elif bool(tied.any()):
+            order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
+            if ties in _BY_LABEL:
+                by_label = c.labels.gather(1, order).argsort(
+                    dim=1, descending=ties == "optimistic", stable=True
+                )
+                order = order.gather(1, by_label)
+            order = order.gather(1, c.scores.gather(1, order).argsort(dim=1, descending=True, stable=True))
+    if bool(c.valid.all()):
+        return order
     padding_last = (~c.valid).gather(1, order).to(torch.uint8).argsort(dim=1, stable=True)
     return order.gather(1, padding_last)
 
@@ -442,8 +474,7 @@ def _dense_candidates(y_pred: torch.Tensor, y: torch.Tensor, ignore_index: int) 
     labels = y.to(_F64)
     valid = y != ignore_index
     index = torch.arange(num_items, device=y.device).expand(batch, num_items)
-    rows = torch.arange(batch, device=y.device)[:, None].expand(batch, num_items)
-    return _Candidates(y_pred.to(_F64), index, labels, valid, rows[valid], labels[valid])
+    return _Candidates(y_pred.to(_F64), index, labels, valid, index_ascending=True)
 
 
 def sparse_entries(y: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -470,15 +501,28 @@ def sparse_entries(y: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tens
     return rows.to(torch.int64), cols.to(torch.int64), values
 
 
-def _lookup(rows, items, judged_rows, judged_items, judged_labels, span) -> torch.Tensor:
-    """Labels of ``(rows, items)`` among the judged ``(row, item)`` pairs, 0 where not judged."""
+def _lookup(rows, items, judged_rows, judged_items, judged_labels, span):
+    """Labels of ``(rows, items)`` among the judged ``(row, item)`` pairs (0 where not judged),
+    and where they were judged."""
     if judged_rows.numel() == 0:
-        return torch.zeros(rows.shape, dtype=_F64, device=rows.device)
+        return torch.zeros(rows.shape, dtype=_F64, device=rows.device), torch.zeros_like(
+            rows, dtype=torch.bool
+        )
     keys = judged_rows * span + judged_items
     keys, order = keys.sort()
     wanted = rows * span + items
     at = torch.searchsorted(keys, wanted).clamp(max=keys.numel() - 1)
-    return torch.where(keys[at] == wanted, judged_labels[order][at], torch.zeros((), dtype=_F64))
+    found = keys[at] == wanted
+    return torch.where(found, judged_labels[order][at], torch.zeros((), dtype=_F64)), found
+
+
+def _lookup_padded(ids, relevant, grades):
+    """:func:`_lookup` for padded ids and judgements of one shape per row, by comparing every
+    retrieved id with every judged id of its row (faster for a few judged items per query)."""
+    same = (ids[:, :, None] == relevant[:, None, :]) & (ids >= 0)[:, :, None]
+    found = same.any(dim=2)
+    labels = grades.gather(1, same.to(torch.uint8).argmax(dim=2))
+    return torch.where(found, labels, torch.zeros((), dtype=_F64)), found
 
 
 def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) -> _Candidates:
@@ -519,11 +563,11 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     counts = torch.bincount(cand_rows, minlength=batch)
     starts = counts.cumsum(0) - counts
     position = torch.arange(cand_rows.numel(), device=y_pred.device) - starts[cand_rows]
-    labels = _lookup(cand_rows, cand_cols, rows, cols, values, num_items)
+    labels = _lookup(cand_rows, cand_cols, rows, cols, values, num_items)[0]
     width = int(counts.max()) if batch else 0
     scores = y_pred[cand_rows, cand_cols].to(_F64)
     c = _Candidates.scatter(batch, width, cand_rows, position, scores, cand_cols, labels)
-    return replace(c, judged_rows=rows, judged_labels=values)
+    return replace(c, judged_rows=rows, judged_labels=values, index_ascending=True)
 
 
 def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Tensor:
@@ -583,7 +627,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
             grades = grades.detach().to(_F64)
             if torch.isnan(grades[valid_relevant]).any():
                 raise ValueError("Retrieved.grades must not contain NaN labels.")
-        judged_rows, judged_items = valid_relevant.nonzero(as_tuple=True)
+        judged_rows = valid_relevant.nonzero(as_tuple=True)[0]
         judged_items, judged_labels = relevant[valid_relevant], grades[valid_relevant]
     valid = _check_ids(ids, "Retrieved.ids", num_items)
     if ids.shape[0] != batch:
@@ -601,29 +645,20 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         scores = scores.detach().to(_F64)
         if torch.isnan(scores[valid]).any():
             raise ValueError("Retrieved.scores must not contain NaN; mask items with -inf instead.")
-    span = (
-        max(int(ids.max()) if ids.numel() else 0, int(judged_items.max()) if judged_items.numel() else 0) + 1
-    )
-    rows = torch.arange(batch, device=ids.device)[:, None].expand_as(ids)
-    labels = _lookup(rows, ids.clamp(min=0), judged_rows, judged_items, judged_labels, span)
-    if ignore_index is not None:
-        valid = valid & ~(
-            (labels == ignore_index) & _lookup_found(rows, ids, judged_rows, judged_items, span)
+    if relevant.layout == torch.strided and relevant.shape[1] <= 64:
+        labels, found = _lookup_padded(ids, relevant, grades)
+    else:
+        big = max(
+            int(ids.max()) if ids.numel() else 0, int(judged_items.max()) if judged_items.numel() else 0
         )
+        rows = torch.arange(batch, device=ids.device)[:, None].expand_as(ids)
+        labels, found = _lookup(rows, ids.clamp(min=0), judged_rows, judged_items, judged_labels, big + 1)
+    if ignore_index is not None:
+        valid = valid & ~(found & (labels == ignore_index))
         dropped = judged_labels == ignore_index
         judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
     labels = torch.where(valid, labels, torch.zeros_like(labels))
     return _Candidates(scores, ids, labels, valid, judged_rows, judged_labels)
-
-
-def _lookup_found(rows, items, judged_rows, judged_items, span) -> torch.Tensor:
-    """True where ``(row, item)`` is among the judged pairs."""
-    if judged_rows.numel() == 0:
-        return torch.zeros(rows.shape, dtype=torch.bool, device=rows.device)
-    keys = (judged_rows * span + judged_items).sort().values
-    wanted = rows * span + items
-    at = torch.searchsorted(keys, wanted).clamp(max=keys.numel() - 1)
-    return keys[at] == wanted
 
 
 def check_ignore_index(ignore_index: object) -> int | None:
