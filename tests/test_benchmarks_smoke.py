@@ -46,3 +46,10 @@ def test_peak_memory_sees_an_allocation():
     mib, method = common.peak_beyond_current(lambda: torch.ones(64, 2**20).sum())
     assert method in ("VmHWM-VmRSS", "ru_maxrss delta")
     assert mib >= 0
+
+
+def test_bench_forms_quick(capsys):
+    assert load("bench_forms").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| flat | 500 queries x 20 candidates | torchmetrics |" in out
+    assert "| retrieved | 500 queries x 20 candidates | ranx (dicts + build + evaluate) |" in out

@@ -178,13 +178,9 @@ def r_precision(
 
 
 class QueryValues(NamedTuple):
-    """Per-query values of :func:`per_query`.
-
-    Attributes:
-        values: ``(queries, len(top_k))`` float64 (``(queries, 1)`` for ``"r_precision"``).
-        query_ids: ``(queries,)`` int64: each row's query id for the flat form (in order of first
-            appearance), its row index for the other forms.
-    """
+    """Per-query values of :func:`per_query`: ``values``, ``(queries, len(top_k))`` float64
+    (``(queries, 1)`` for ``"r_precision"``), and ``query_ids``, ``(queries,)`` int64, each row's
+    query id for the flat form (in order of appearance) and its row index for the other forms."""
 
     values: torch.Tensor
     query_ids: torch.Tensor
