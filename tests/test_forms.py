@@ -502,3 +502,17 @@ def test_rows_of_padding_and_unretrieved_relevant_items_count():
     empty = Retrieved(torch.zeros(0, 4, dtype=torch.int64), torch.zeros(0, 2, dtype=torch.int64))
     assert F.per_query(empty, "ndcg", 3).values.shape == (0, 1)
     assert F.per_query(_flat([], [], []), "map", [1, 2]).values.shape == (0, 2)
+
+
+def test_an_engine_feeds_every_form():
+    from ignite.engine import Engine
+
+    flat = [_flat([0.1, 0.9], [1, 0], [4, 4]), _flat([0.5, 0.7], [0, 1], [4, 8])]
+    retrieved = [Retrieved(torch.tensor([[3, 1], [2, -1]]), torch.tensor([[1], [5]]))]
+    for batches, expected in ((flat, (1 / 3 + 1) / 2), (retrieved, 0.5 / 2)):
+        evaluator = Engine(lambda engine, batch: batch)
+        RankingMetrics(mrr=MRR(3), ndcg=NDCG(3), ignore_index=-1).attach(evaluator, "ranking")
+        MRR(3).attach(evaluator, "mrr")
+        state = evaluator.run(batches)
+        assert state.metrics["mrr@3"] == pytest.approx(expected)
+        assert state.metrics["mrr"] == pytest.approx([expected])
