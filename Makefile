@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_family.py
 	$(BIN)/python benchmarks/bench_ties.py
 	$(BIN)/python benchmarks/bench_trec.py
+	$(BIN)/python benchmarks/bench_forms.py
 
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)
