@@ -10,36 +10,18 @@ from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
 from ..kernels import RankedBatch, check_threshold, check_ties, normalize_top_k
-from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush, normalize
+from ..kernels.forms import (
+    FlatRows,
+    Ranking,
+    Retrieved,
+    check_ignore_index,
+    flush,
+    held_from_state,
+    held_to_state,
+    normalize,
+)
 
-__all__ = ["HELD_KEYS", "RankingMetric", "held_from_state", "held_to_state"]
-
-# The flat form's held-back query in a state_dict (empty tensors when none is held).
-HELD_KEYS = ("_held_preds", "_held_target", "_held_indexes")
-
-
-def held_to_state(held: FlatRows | None) -> OrderedDict:
-    """The held-back rows as state_dict entries (copies)."""
-    rows = (
-        held.astuple()
-        if held is not None
-        else (torch.zeros(0, dtype=torch.float64),) * 2 + (torch.zeros(0, dtype=torch.int64),)
-    )
-    return OrderedDict((key, value.clone()) for key, value in zip(HELD_KEYS, rows, strict=True))
-
-
-def held_from_state(state_dict: Mapping) -> FlatRows | None:
-    """The held-back rows of a state_dict (None if it holds none, as in states saved before them)."""
-    if not all(key in state_dict for key in HELD_KEYS):
-        return None
-    rows = [torch.as_tensor(state_dict[key]) for key in HELD_KEYS]
-    if len({tuple(r.shape) for r in rows}) != 1 or rows[0].ndim != 1:
-        raise ValueError(
-            f"state_dict holds held-back rows {HELD_KEYS} of shapes {[tuple(r.shape) for r in rows]}."
-        )
-    if rows[0].numel() == 0:
-        return None
-    return FlatRows(rows[0].to(torch.float64), rows[1].to(torch.float64), rows[2].to(torch.int64))
+__all__ = ["RankingMetric"]
 
 
 class RankingMetric(Metric):

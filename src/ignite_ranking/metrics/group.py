@@ -7,8 +7,17 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from ignite.metrics import MetricGroup
 
-from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush, normalize
-from .base import RankingMetric, held_from_state, held_to_state
+from ..kernels.forms import (
+    FlatRows,
+    Ranking,
+    Retrieved,
+    check_ignore_index,
+    flush,
+    held_from_state,
+    held_to_state,
+    normalize,
+)
+from .base import RankingMetric
 
 __all__ = ["RankingMetrics"]
 
