@@ -4,11 +4,11 @@
   batches of 1,000 queries; one epoch of ``update`` on every batch and ``compute`` of MRR@10 and
   NDCG@10: ``RankingMetrics(mrr=MRR(10), ndcg=NDCG(10, gain_function="linear_rank"))`` vs
   torchmetrics' ``RetrievalMRR(top_k=10)`` + ``RetrievalNormalizedDCG(top_k=10)`` (both with
-  queries without a relevant item skipped). Each side runs in a fresh process, which then runs
-  one more epoch on batches made one at a time and dropped after their update (as from a data
-  loader), reading the resident memory added after 10%, 50% and 100% of the updates: ours
-  holds a few numbers (and one query's rows), torchmetrics keeps every row. torchmetrics' epoch
-  takes minutes, so it is timed once, ours three times (median).
+  queries without a relevant item skipped). An epoch of torchmetrics takes a minute or more, so
+  the two are timed in two interleaved rounds. Memory: each side runs one epoch in a fresh
+  process on batches made one at a time and dropped after their update (as from a data loader),
+  and reads the resident memory added after 10%, 50% and 100% of the updates: ours holds a few
+  numbers (and one query's rows), torchmetrics keeps every row.
 - ``retrieved``: 100,000 queries x 100 retrieved ids with distinct scores, graded relevant
   sets (1-10 judged items per query, some never retrieved), six metrics at k=10 (MRR, HitRate,
   NDCG, Precision, Recall, MAP): ``RankingMetrics.update(Retrieved(ids, relevant, scores))`` in
@@ -31,7 +31,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Timing, _status_kib, machine_line, markdown_table, time_side_by_side, verdict
+from common import _status_kib, machine_line, markdown_table, time_side_by_side, verdict
 
 from ignite_ranking import MAP, MRR, NDCG, HitRate, Precision, RankingMetrics, Recall, Retrieved
 
@@ -89,20 +88,12 @@ def torchmetrics_flat(batches, checkpoint=None):
     return {"mrr@10": mrr.compute().item(), "ndcg@10": ndcg.compute().item()}
 
 
-def flat_case(side: str, size: dict, repeats: int) -> dict:
-    """One side of the flat comparison in this process: its values, the epoch's times (ms) on
-    batches made beforehand, and the resident memory added after 10%, 50% and 100% of the
-    updates of an epoch whose batches are made one at a time and dropped after their update, as
-    a data loader does (MiB)."""
+def flat_memory(side: str, size: dict) -> dict:
+    """Resident memory (MiB) added after 10%, 50% and 100% of the updates of one epoch whose
+    batches are made one at a time and dropped after their update, as a data loader does. Run in
+    a fresh process (after a tiny warm-up), so that no freed memory is there to be reused."""
     run = ours_flat if side == "ours" else torchmetrics_flat
-    run(flat_batches(QUICK))  # warm up
-    batches = flat_batches(size)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        values = run(batches)
-        times.append((time.perf_counter() - start) * 1e3)
-    del batches
+    run(flat_batches(QUICK))
     count = -(-size["queries"] // size["flat_batch"])
     marks = {max(count // 10, 1) - 1: "10%", count // 2 - 1: "50%", count - 1: "100%"}
     memory = {}
@@ -113,7 +104,7 @@ def flat_case(side: str, size: dict, repeats: int) -> dict:
             memory[marks[i]] = ((_status_kib("VmRSS") or 0) - base) / 1024
 
     run(iter_flat_batches(size, seed=1), checkpoint)
-    return {"values": values, "times": times, "memory": memory}
+    return memory
 
 
 # ------------------------------------------------------------------------------------ retrieved ids
@@ -211,30 +202,33 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--flat-case", choices=["ours", "torchmetrics"])
+    parser.add_argument("--flat-memory", choices=["ours", "torchmetrics"])
     args = parser.parse_args(argv)
     size = QUICK if args.quick else FULL
     repeats = 1 if args.quick else 3
-    if args.flat_case:
+    if args.flat_memory:
         torch.set_num_threads(1)
-        print(json.dumps(flat_case(args.flat_case, size, repeats if args.flat_case == "ours" else 1)))
+        print(json.dumps(flat_memory(args.flat_memory, size)))
         return 0
     torch.set_num_threads(1)
     print(machine_line())
-    if args.quick:
-        flat = {side: flat_case(side, size, 1) for side in ("ours", "torchmetrics")}
-    else:
-        # One fresh process per side: its memory is its own. torchmetrics' epoch takes minutes,
-        # so it runs once and ours three times (median); the ratio is far from the target.
-        flat = {}
+    memory = {}
+    if not args.quick:
         for side in ("ours", "torchmetrics"):
             done = subprocess.run(
-                [sys.executable, __file__, "--flat-case", side], capture_output=True, text=True, check=True
+                [sys.executable, __file__, "--flat-memory", side], capture_output=True, text=True, check=True
             )
-            flat[side] = json.loads(done.stdout.strip().splitlines()[-1])
-    for key, theirs in flat["torchmetrics"]["values"].items():
-        assert abs(flat["ours"]["values"][key] - theirs) < 1e-6, (key, flat)
-    flat_ms = {side: Timing(result["times"]) for side, result in flat.items()}
+            memory[side] = json.loads(done.stdout.strip().splitlines()[-1])
+    batches = flat_batches(size)
+    ours, theirs = ours_flat(batches), torchmetrics_flat(batches)  # also the warm-up
+    for key in theirs:
+        assert abs(ours[key] - theirs[key]) < 1e-6, (key, ours, theirs)
+    # An epoch of torchmetrics takes a minute or more: two rounds, interleaved with ours.
+    flat_ms = time_side_by_side(
+        {"ours": lambda: ours_flat(batches), "torchmetrics": lambda: torchmetrics_flat(batches)},
+        repeats=min(repeats, 2),
+        warmup=0,
+    )
 
     data = retrieved_data(size)
     ours_values = ours_retrieved(data, size["retrieved_batch"])
@@ -255,11 +249,15 @@ def _main(argv: list[str] | None) -> int:
             rows.append([form, shape, label, t.median, t.spread, f"{t.median / timings[base].median:.1f}x"])
     print(markdown_table(["form", "data", "case", "median (ms)", "spread (ms)", "case/ours"], rows))
     print()
-    header = ["flat case", "RSS added after 10% of updates (MiB)", "after 50%", "after 100%"]
-    memory_rows = [
-        [side, *(r["memory"].get(p, 0.0) for p in ("10%", "50%", "100%"))] for side, r in flat.items()
-    ]
-    print(markdown_table(header, memory_rows))
+    if memory:
+        print()
+        header = ["flat case", "RSS added after 10% of updates (MiB)", "after 50%", "after 100%"]
+        print(
+            markdown_table(
+                header,
+                [[side, *(m.get(p, 0.0) for p in ("10%", "50%", "100%"))] for side, m in memory.items()],
+            )
+        )
     if not args.quick:
         flat_ratio = flat_ms["torchmetrics"].median / flat_ms["ours"].median
         ranx_ratio = retrieved["ranx"].median / retrieved["ours"].median

@@ -101,7 +101,7 @@ class Ranking:
 
 @dataclass(frozen=True)
 class FlatRows:
-    """Rows of the flat form: float64 scores and labels, int64 query ids (1-D, one length)."""
+    """Rows of the flat form: floating scores, real labels, int64 query ids (1-D, one length)."""
 
     preds: torch.Tensor
     target: torch.Tensor
@@ -227,7 +227,7 @@ def _normalize_flat(output: Sequence, ranking: Ranking, held: FlatRows | None, h
 
 
 def check_flat(preds: object, target: object, indexes: object) -> FlatRows:
-    """Checks the flat form and returns its rows in float64 / int64 (exact conversions)."""
+    """Checks the flat form and returns its rows (query ids as int64)."""
     for name, value in (("preds", preds), ("target", target), ("indexes", indexes)):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a 1-D torch.Tensor, got {type(value)}.")
@@ -244,12 +244,11 @@ def check_flat(preds: object, target: object, indexes: object) -> FlatRows:
         raise ValueError(f"preds, target and indexes must be 1-D of one length, got shapes {shapes}.")
     if len({t.device for t in (preds, target, indexes)}) != 1:
         raise ValueError("preds, target and indexes must be on one device.")
-    preds, target = preds.detach().to(_F64), target.detach().to(_F64)
     if torch.isnan(preds).any():
         raise ValueError("preds must not contain NaN; mask items with -inf instead.")
-    if torch.isnan(target).any():
+    if target.is_floating_point() and torch.isnan(target).any():
         raise ValueError("target must not contain NaN labels.")
-    return FlatRows(preds, target, indexes.detach().to(torch.int64))
+    return FlatRows(preds.detach(), target.detach(), indexes.detach().to(torch.int64))
 
 
 def _normalize_flat_rows(rows: FlatRows, ranking: Ranking, hold_last: bool) -> Normalized:
@@ -343,11 +342,11 @@ class _Candidates:
         valid = torch.zeros(shape, dtype=torch.bool, device=device)
         valid[query, position] = True
         out_scores = torch.full(shape, -torch.inf, dtype=_F64, device=device)
-        out_scores[query, position] = scores
+        out_scores[query, position] = scores.to(_F64)
         out_index = torch.zeros(shape, dtype=torch.int64, device=device)
         out_index[query, position] = index
         out_labels = torch.zeros(shape, dtype=_F64, device=device)
-        out_labels[query, position] = labels
+        out_labels[query, position] = labels.to(_F64)
         return cls(out_scores, out_index, out_labels, valid)
 
     @property
@@ -681,7 +680,7 @@ def held_to_state(held: FlatRows | None) -> OrderedDict:
     rows = (
         held.astuple()
         if held is not None
-        else (torch.zeros(0, dtype=torch.float64),) * 2 + (torch.zeros(0, dtype=torch.int64),)
+        else (torch.zeros(0, dtype=_F64),) * 2 + (torch.zeros(0, dtype=torch.int64),)
     )
     return OrderedDict((key, value.clone()) for key, value in zip(HELD_KEYS, rows, strict=True))
 
@@ -697,4 +696,4 @@ def held_from_state(state_dict: Mapping) -> FlatRows | None:
         )
     if rows[0].numel() == 0:
         return None
-    return FlatRows(rows[0].to(torch.float64), rows[1].to(torch.float64), rows[2].to(torch.int64))
+    return FlatRows(rows[0], rows[1], rows[2].to(torch.int64))
