@@ -522,3 +522,12 @@ def test_an_engine_feeds_every_form():
         state = evaluator.run(batches)
         assert state.metrics["mrr@3"] == pytest.approx(expected)
         assert state.metrics["mrr"] == pytest.approx([expected])
+
+
+def test_the_group_takes_its_members_ignore_index():
+    flat = _flat([0.9, 0.5, 0.2], [-1, 0, 1], [3, 3, 3])
+    group = RankingMetrics(mrr=MRR(2, ignore_index=-1))
+    group.update(flat)
+    assert group.compute() == {"mrr@2": 0.5}  # the row labelled -1 is dropped
+    with pytest.raises(ValueError, match="share ignore_index"):
+        RankingMetrics(a=MRR(2, ignore_index=-1), b=MRR(2))

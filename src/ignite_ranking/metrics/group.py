@@ -37,8 +37,8 @@ class RankingMetrics(MetricGroup):
     Args:
         metrics: a mapping of names to metrics; members may also be given as keyword arguments.
         output_transform: turns the engine's output into ``(y_pred, y)``.
-        ignore_index: items (flat rows) whose label equals it are left out; members must have the
-            same ``ignore_index`` or None.
+        ignore_index: items (flat rows) whose label equals it are left out; members must have
+            it or None. By default, the members' shared ``ignore_index``.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
 
     Example:
@@ -83,11 +83,18 @@ class RankingMetrics(MetricGroup):
             )
         threshold, ties = shared.pop()
         ignore_index = check_ignore_index(ignore_index)
-        indices = {m.ignore_index for m in merged.values()} - {None, ignore_index}
-        if indices:
+        indices = {m.ignore_index for m in merged.values()}
+        if ignore_index is None and len(indices) > 1:
+            raise ValueError(
+                f"members of one RankingMetrics must share ignore_index, got {indices}; or give the "
+                "group's ignore_index."
+            )
+        if ignore_index is None:
+            ignore_index = indices.pop()
+        elif indices - {None, ignore_index}:
             raise ValueError(
                 f"members of one RankingMetrics must have the group's ignore_index ({ignore_index}) "
-                f"or None, got {sorted(indices)}."
+                f"or None, got {sorted(indices - {None})}."
             )
         members_list = list(merged.values())
         self._ranking = Ranking(
