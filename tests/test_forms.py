@@ -317,6 +317,14 @@ def test_sparse_labels_equal_dense_labels(ties, layout):
         sparse = _every_metric((y_pred, y_sparse), ties, threshold, top_k)
         for name in NAMES:
             torch.testing.assert_close(sparse[name], dense[name], rtol=1e-12, atol=1e-12, msg=name)
+    # The named functions take sparse labels too.
+    for fn in (F.reciprocal_rank, F.ndcg, F.average_precision):
+        torch.testing.assert_close(
+            fn(y_pred, y_sparse, CUTOFFS, ties=ties), fn(y_pred, y, CUTOFFS, ties=ties)
+        )
+    torch.testing.assert_close(
+        F.r_precision(y_pred, y_sparse, ties=ties), F.r_precision(y_pred, y, ties=ties)
+    )
     # Metrics and the group take the sparse form as well.
     for metric in (_group(ties=ties), _metric("ndcg", ties=ties)):
         for cut in (slice(0, 150), slice(150, 400)):
