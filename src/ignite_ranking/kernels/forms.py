@@ -435,11 +435,10 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
         order = torch.arange(width, device=c.labels.device).expand(queries, width)
     else:
         order = c.scores.argsort(dim=1, descending=True, stable=True)
-        ranked_scores = c.scores.gather(1, order)
-        tied = ranked_scores[:, 1:] == ranked_scores[:, :-1]
-        if ties in ("first", "average") and c.index_ascending:
-            pass  # the stable sort kept index order within ties
-        elif bool(tied.any()):
+        # The stable sort keeps index order within ties: enough for "first" and "average" when
+        # the index ascends, and for every policy when no two scores of a row are equal.
+        index_kept = ties in ("first", "average") and c.index_ascending
+        if not index_kept and _any_tie(c.scores.gather(1, order)):
             order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
             if ties in _BY_LABEL:
                 by_label = c.labels.gather(1, order).argsort(
@@ -451,6 +450,10 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
         return order
     padding_last = (~c.valid).gather(1, order).to(torch.uint8).argsort(dim=1, stable=True)
     return order.gather(1, padding_last)
+
+
+def _any_tie(ranked_scores: torch.Tensor) -> bool:
+    return bool((ranked_scores[:, 1:] == ranked_scores[:, :-1]).any())
 
 
 def _ideal_labels(rows, labels, counts, queries, width) -> torch.Tensor:
