@@ -539,3 +539,17 @@ def test_the_group_takes_its_members_ignore_index():
     assert group.compute() == {"mrr@2": 0.5}  # the row labelled -1 is dropped
     with pytest.raises(ValueError, match="share ignore_index"):
         RankingMetrics(a=MRR(2, ignore_index=-1), b=MRR(2))
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_scores_of_padding_are_ignored(ties):
+    """FAISS fills the distances of missing results with a sentinel; any value there is ignored."""
+    ids = torch.tensor([[4, 2, -1, -1], [1, 3, 0, -1]])
+    relevant = torch.tensor([[2, 9], [0, -1]])
+    base = torch.tensor([[0.5, 0.5, 0.0, 0.0], [-torch.inf, 0.2, -torch.inf, 0.0]])
+    expected = _every_metric(Retrieved(ids, relevant, base), ties)
+    for fill in (torch.nan, torch.inf, -torch.inf, 0.5):
+        scores = torch.where(ids >= 0, base, torch.tensor(fill))
+        got = _every_metric(Retrieved(ids, relevant, scores), ties)
+        for name in NAMES:
+            torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0)
