@@ -2,6 +2,7 @@
 
 from . import scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
+from .forms import Ranking, Retrieved, normalize
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
 
@@ -10,11 +11,14 @@ __all__ = [
     "TIE_POLICIES",
     "ArgumentTypeError",
     "RankedBatch",
+    "Ranking",
+    "Retrieved",
     "check_flag",
     "check_gain_function",
     "check_inputs",
     "check_threshold",
     "check_ties",
+    "normalize",
     "normalize_top_k",
     "rank_batch",
     "scoring",

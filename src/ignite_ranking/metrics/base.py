@@ -11,34 +11,23 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import (
-    ArgumentTypeError,
-    RankedBatch,
-    check_flag,
-    check_inputs,
-    check_threshold,
-    check_ties,
-    normalize_top_k,
-    rank_batch,
+from ..kernels import RankedBatch, check_flag, check_threshold, check_ties, normalize_top_k
+from ..kernels.forms import (
+    FlatRows,
+    Ranking,
+    Retrieved,
+    check_ignore_index,
+    flush,
+    held_from_state,
+    held_to_state,
+    normalize,
 )
-from .per_query import PerQuery, check_query_ids, gather_per_query, split_query_ids
+from .per_query import PerQuery, gather_per_query, query_keys, split_query_ids
 
-__all__ = ["RankingMetric", "unpack_output"]
+__all__ = ["RankingMetric"]
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
 _SETTINGS = "_settings"
-
-
-def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(y_pred, y)`` from an update's output, refusing anything but a pair of tensors."""
-    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
-        # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
-        raise ArgumentTypeError(f"output must be a pair (y_pred, y), got {type(output)}.")
-    if len(output) != 2:
-        raise ValueError(f"output must be a pair (y_pred, y), got a sequence of length {len(output)}.")
-    y_pred, y = output
-    check_inputs(y_pred, y)
-    return y_pred.detach(), y.detach()
 
 
 class RankingMetric(Metric):
@@ -47,7 +36,8 @@ class RankingMetric(Metric):
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
     and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
     metric with one value and no cutoffs. The state is a few numbers per cutoff,
-    all-reduced once in :meth:`compute`.
+    all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
+    held back until the next update or :meth:`compute` (see :doc:`/inputs`).
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
@@ -62,7 +52,7 @@ class RankingMetric(Metric):
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
-    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties")
+    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
 
     def __init__(
         self,
@@ -75,8 +65,10 @@ class RankingMetric(Metric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.ignore_index = check_ignore_index(ignore_index)
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
@@ -101,22 +93,24 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
-    def rank(self, y_pred: torch.Tensor, y: torch.Tensor) -> RankedBatch:
-        return rank_batch(
-            y_pred,
-            y,
+    @property
+    def ranking(self) -> Ranking:
+        """What this metric needs of a ranked batch."""
+        return Ranking(
             self.depth,
             relevance_threshold=self.relevance_threshold,
             ties=self.ties,
             ideal=self.needs_ideal,
             cover_relevant=self.covers_relevant,
             count=self.needs_counts,
+            ignore_index=self.ignore_index,
         )
 
     @reinit__is_reduced
     def reset(self) -> None:
         self._sum_per_k = torch.zeros(self.num_values, dtype=torch.float64, device=self._device)
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
+        self._held: FlatRows | None = None
         self._reset_per_query()
 
     def _reset_per_query(self) -> None:
@@ -127,11 +121,22 @@ class RankingMetric(Metric):
         self._gathered: PerQuery | None = None
 
     @reinit__is_reduced
-    def update(self, output: Sequence[torch.Tensor]) -> None:
+    def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
+        """Adds a batch in any input form: ``(y_pred, y)`` (``y`` dense or sparse),
+        ``(preds, target, indexes)`` or a :class:`~ignite_ranking.Retrieved`; with
+        ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too."""
         output, query_ids = split_query_ids(output)
-        y_pred, y = unpack_output(output)
-        ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
-        self.accumulate(self.rank(y_pred, y), query_ids=ids)
+        normalized = normalize(output, self.ranking, held=self._held, hold_last=True)
+        ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
+        self.accumulate(normalized.ranked, query_ids=ids)
+        self._held = normalized.held
+
+    def close_held(self) -> None:
+        """Counts the flat form's held-back query as complete (``compute`` does this first)."""
+        if self._held is not None:
+            ids = self._held.indexes[:1].cpu() if self._per_query else None
+            self.accumulate(flush(self._held, self.ranking), query_ids=ids)
+            self._held = None
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
@@ -193,10 +198,14 @@ class RankingMetric(Metric):
             self._gathered = PerQuery(keys, {name: values[:, i] for i, name in enumerate(self.value_names)})
         return self._gathered
 
-    @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float] | float:
+        self.close_held()
         if self._per_query:
             self.per_query_values()
+        return self._mean()
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
         means = (self._sum_per_k / self._num_examples).tolist()
@@ -212,7 +221,7 @@ class RankingMetric(Metric):
             >>> from ignite_ranking import NDCG
             >>> NDCG(top_k=[10, 5], gain_function="linear_rank").settings()  # doctest: +NORMALIZE_WHITESPACE
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
-             'ties': 'first', 'gain_function': 'linear_rank'}
+             'ties': 'first', 'ignore_index': None, 'gain_function': 'linear_rank'}
         """
         return {"metric": self.name, **{key: copy.copy(getattr(self, key)) for key in self._settings_keys}}
 
@@ -229,6 +238,7 @@ class RankingMetric(Metric):
             )
             state["_queries_arrived"] = self._queries_arrived
             state["_user_keys"] = self._user_keys
+        state.update(held_to_state(self._held))
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
@@ -266,6 +276,7 @@ class RankingMetric(Metric):
             self._query_keys = [keys.to(torch.int64).clone()]
             self._queries_arrived = int(state_dict["_queries_arrived"])
             self._user_keys = state_dict["_user_keys"]
+        self._held = held_from_state(state_dict)
 
     def _check_settings(self, saved: object) -> None:
         own = self.settings()

@@ -24,7 +24,9 @@ class MRR(RankingMetric):
     allowed and rank first/last; NaN is refused.
 
     - ``update`` takes ``(y_pred, y)``, both of shape ``(batch, num_items)``: floating scores (higher
-      is better) and binary or graded labels of any real dtype.
+      is better) and binary or graded labels of any real dtype (``y`` may be sparse); or the
+      flat form ``(preds, target, indexes)``; or an :class:`~ignite_ranking.Retrieved` (see
+      :doc:`/inputs`).
     - ``compute`` returns a list of floats, one per cutoff in ascending order of ``top_k``.
 
     Args:
@@ -42,6 +44,7 @@ class MRR(RankingMetric):
         per_query: also keep each query's values (memory O(queries)), for
             :meth:`per_query_values` and :func:`ignite_ranking.compare.compare`; an update may then
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
+        ignore_index: items (flat rows) whose label equals it are left out, as in torchmetrics.
 
     Example:
         >>> import torch

@@ -49,6 +49,7 @@ class NDCG(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         super().__init__(
             top_k,
@@ -59,6 +60,7 @@ class NDCG(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 
