@@ -1,6 +1,6 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
-from . import functional
+from . import catalog, functional
 from .metrics import MAP, MRR, NDCG, HitRate, Precision, RankingMetric, RankingMetrics, Recall, RPrecision
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "RankingMetric",
     "RankingMetrics",
     "Recall",
+    "catalog",
     "functional",
 ]
 __version__ = "0.1.0"
