@@ -27,8 +27,8 @@ from .kernels import check_ties
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
-BLOCK_BYTES = 32 * 2**20
-"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 32 MiB."""
+BLOCK_BYTES = 16 * 2**20
+"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 16 MiB."""
 
 Scorer = Callable[[int, int], torch.Tensor]
 Items = Union[torch.Tensor, Scorer]  # noqa: UP007 - a runtime alias, Python 3.10 friendly
@@ -67,7 +67,7 @@ def top_k(
             ids padded with ``-1`` anywhere (repeats are fine). Excluded items are removed, not
             ranked last.
         chunk_size: items scored at once. Default: as many as keep the ``(batch, chunk_size)``
-            score block near :data:`BLOCK_BYTES` (32 MiB).
+            score block near :data:`BLOCK_BYTES` (16 MiB).
         ties: ``"first"`` or ``"last"``.
         num_items: the catalog size; required with a callable ``items``.
         progress: show a tqdm progress bar over the chunks on stderr.
@@ -395,30 +395,47 @@ class _Pending:
 def _filter_chunk(scores, start, ex_rows, ex_cols, state: _State, pending: _Pending) -> None:
     """Finds the chunk's entries that can still enter a row's top k; merges now and then."""
     width = scores.shape[1]
-    row_max = scores.amax(dim=1)  # NaN in a row shows up here
-    if row_max.isnan().any():
-        raise ValueError(_NAN_MESSAGE)
-    threshold = state.kth()
-    if ex_rows is not None:
-        # Excluded entries never become candidates: drop them from what passed the filter.
-        ex_keys = ex_rows * width + ex_cols
     if not state.all_full:
         open_rows = (state.ids[:, -1] < 0).nonzero().squeeze(1)
         rows, cols = _open_row_candidates(scores, open_rows, ex_rows, ex_cols, state.depth)
         pending.add(rows, cols + start, scores[rows, cols], from_open_rows=True)
-    hit = (row_max > threshold).nonzero().squeeze(1)
-    if hit.numel():
-        if 2 * hit.numel() > state.batch:
-            rows, cols = (scores > threshold[:, None]).nonzero(as_tuple=True)
-        else:
-            rows, cols = (scores[hit] > threshold[hit, None]).nonzero(as_tuple=True)
-            rows = hit[rows]
+    rows, cols = _above(scores, state.kth())
+    if rows.numel():
+        values = scores[rows, cols]
+        if values.isnan().any():
+            raise ValueError(_NAN_MESSAGE)
         if ex_rows is not None:
-            keep = ~torch.isin(rows * width + cols, ex_keys)
-            rows, cols = rows[keep], cols[keep]
-        pending.add(rows, cols + start, scores[rows, cols], from_open_rows=False)
+            # Excluded entries never become candidates: drop those that passed the filter.
+            keep = ~torch.isin(rows * width + cols, ex_rows * width + ex_cols)
+            rows, cols, values = rows[keep], cols[keep], values[keep]
+        pending.add(rows, cols + start, values, from_open_rows=False)
     if not state.all_full or pending.size >= state.batch * state.depth:
         pending.merge_into(state)
+
+
+_GROUP = 32  # columns summarized by one maximum in the filter's single pass
+
+
+def _above(scores: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(rows, cols)`` of the entries ``> threshold[row]`` or NaN, columns ascending per row.
+
+    One pass reads the block: the maximum of every 32 consecutive scores of a row (reading
+    memory once, writing 1/32 of it). Only the groups whose maximum is above the row's
+    threshold, a few per row once the top k has settled, are compared entry by entry.
+    ``~(x <= t)`` rather than ``x > t`` lets NaN through, so that it can be reported.
+    """
+    width = scores.shape[1]
+    whole = width - width % _GROUP
+    hit_rows, hit_groups = (
+        ~(scores[:, :whole].unflatten(1, (-1, _GROUP)).amax(-1) <= threshold[:, None])
+    ).nonzero(as_tuple=True)
+    entries = scores[:, :whole].unflatten(1, (-1, _GROUP))[hit_rows, hit_groups]
+    which, offset = (~(entries <= threshold[hit_rows, None])).nonzero(as_tuple=True)
+    rows, cols = hit_rows[which], hit_groups[which] * _GROUP + offset
+    if whole == width:
+        return rows, cols
+    tail_rows, tail_cols = (~(scores[:, whole:] <= threshold[:, None])).nonzero(as_tuple=True)
+    return torch.cat([rows, tail_rows]), torch.cat([cols, tail_cols + whole])
 
 
 def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
@@ -427,7 +444,7 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
     With excluded entries set to ``-inf``, the ``min(k, width)``-th best score of the row is at
     most its k-th best candidate's, so every candidate of the chunk's top k scores at least that.
     """
-    block = scores[open_rows]
+    block = scores if open_rows.numel() == scores.shape[0] else scores[open_rows]
     valid = torch.ones_like(block, dtype=torch.bool)
     if ex_rows is not None:
         position = torch.full((scores.shape[0],), -1, dtype=torch.int64, device=scores.device)
