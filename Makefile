@@ -37,6 +37,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_family.py
 	$(BIN)/python benchmarks/bench_ties.py
 	$(BIN)/python benchmarks/bench_trec.py
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/bench_catalog.py
 
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)

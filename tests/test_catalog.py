@@ -89,6 +89,21 @@ def test_equals_dense_ranking(seed: int, method: str) -> None:
     assert torch.equal(got[0], expected[0])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_equals_dense_ranking_on_wider_chunks(seed: int, method: str) -> None:
+    # Chunks of 32 columns and more take the filter's group-maximum path, with a ragged tail.
+    rng = random.Random(seed)
+    batch, num_items = rng.randint(1, 40), rng.randint(100, 400)
+    ties = "first" if seed % 2 else "last"
+    k, chunk_size = rng.choice([1, 10, 50, 120]), rng.choice([32, 33, 64, 100, 257, None])
+    queries = torch.randint(-3, 4, (batch, 3)).float()
+    items = torch.randint(-3, 4, (num_items, 3)).float()
+    ids, mask = excluded_ids(rng, batch, num_items, rng.choice([0, 5, 50]))
+    expected = reference(queries @ items.T, k, mask, ties)
+    got = catalog.top_k(queries, items, k, exclude=ids, chunk_size=chunk_size, ties=ties)
+    assert torch.equal(got[1], expected[1]) and torch.equal(got[0], expected[0])
+
+
 def _ids_of(mask: torch.Tensor, batch: int) -> torch.Tensor:
     """The mask's items as a (batch, m) id tensor padded with -1 at the front of each row."""
     width = int(mask.sum(1).max()) if mask.numel() else 0

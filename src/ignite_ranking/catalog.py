@@ -445,8 +445,9 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
     most its k-th best candidate's, so every candidate of the chunk's top k scores at least that.
     """
     block = scores if open_rows.numel() == scores.shape[0] else scores[open_rows]
-    valid = torch.ones_like(block, dtype=torch.bool)
+    valid = None
     if ex_rows is not None:
+        valid = torch.ones_like(block, dtype=torch.bool)
         position = torch.full((scores.shape[0],), -1, dtype=torch.int64, device=scores.device)
         position[open_rows] = torch.arange(open_rows.numel(), device=scores.device)
         mine = position[ex_rows]
@@ -454,7 +455,10 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
         valid[mine[inside], ex_cols[inside]] = False
         block = block.masked_fill(~valid, -math.inf)
     bound = block.topk(min(depth, block.shape[1]), dim=1).values[:, -1:]
-    rows, cols = ((block >= bound) & valid).nonzero(as_tuple=True)
+    wanted = block >= bound
+    if valid is not None:
+        wanted &= valid
+    rows, cols = wanted.nonzero(as_tuple=True)
     return open_rows[rows], cols
 
 
