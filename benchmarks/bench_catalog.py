@@ -124,9 +124,15 @@ def run(sizes: dict, repeats: int, memory: bool) -> list[dict]:
                 peaks[name], _ = measure_in_subprocess(script, [name, str(batch), str(items)])
         input_mib = sum(t.nbytes for t in inputs[:2]) / 2**20
         results.append(
-            {"table": table, "size": (batch, items), "timings": timings, "peaks": peaks, "input_mib": input_mib}
+            {
+                "table": table,
+                "size": (batch, items),
+                "timings": timings,
+                "peaks": peaks,
+                "input_mib": input_mib,
+                "note": note,
+            }
         )
-        results[-1]["note"] = note
         print(
             f"  {batch}x{items}: "
             + "  ".join(f"{name} {t.median:.0f} ms" for name, t in timings.items())
