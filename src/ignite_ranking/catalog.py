@@ -7,9 +7,10 @@ is the same as ranking the full matrix under the contract's tie rule, whatever t
 
 Two selection methods, both exact, share the merge:
 
-- ``"filter"`` (CPU): each row keeps its current k-th best score; a chunk's row is read again
-  only if its maximum beats that score, and only the entries above it are kept (a few per row
-  once the top k has settled). Candidates are merged in batches, not after every chunk.
+- ``"filter"`` (CPU): each row keeps its current k-th best score; one pass over a chunk reads
+  the maximum of every 32 consecutive scores, and only the groups above the row's k-th score
+  (a few per row once the top k has settled) are compared entry by entry. Candidates are
+  merged in batches, not after every chunk.
 - ``"topk"`` (CUDA and other accelerators): each chunk's own exact top k (``torch.topk`` and a
   tie fix that needs no data-dependent shapes) is merged at once. Nothing in the loop reads a
   value back to the host, so the device never waits for Python.
@@ -27,8 +28,8 @@ from .kernels import check_ties
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
-BLOCK_BYTES = 16 * 2**20
-"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 16 MiB."""
+BLOCK_BYTES = 64 * 2**20
+"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 64 MiB."""
 
 Scorer = Callable[[int, int], torch.Tensor]
 Items = Union[torch.Tensor, Scorer]  # noqa: UP007 - a runtime alias, Python 3.10 friendly
@@ -67,7 +68,7 @@ def top_k(
             ids padded with ``-1`` anywhere (repeats are fine). Excluded items are removed, not
             ranked last.
         chunk_size: items scored at once. Default: as many as keep the ``(batch, chunk_size)``
-            score block near :data:`BLOCK_BYTES` (16 MiB).
+            score block near :data:`BLOCK_BYTES` (64 MiB).
         ties: ``"first"`` or ``"last"``.
         num_items: the catalog size; required with a callable ``items``.
         progress: show a tqdm progress bar over the chunks on stderr.
