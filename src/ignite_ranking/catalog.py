@@ -492,9 +492,9 @@ def _chunk_top_k(scores, start, ex_rows, ex_cols, state: _State) -> None:
         at_bound &= valid
     wanted = depth - above.sum(dim=1, keepdim=True)
     if state.ties == "last":
-        order_among_tied = at_bound.flip(1).cumsum(dim=1).flip(1)
+        order_among_tied = at_bound.flip(1).cumsum(dim=1, dtype=torch.int32).flip(1)
     else:
-        order_among_tied = at_bound.cumsum(dim=1)
+        order_among_tied = at_bound.cumsum(dim=1, dtype=torch.int32)
     chosen = above | (at_bound & (order_among_tied <= wanted))
     # Exactly the chosen entries (fewer only where the row has fewer valid ones) come first.
     picked = chosen.to(torch.uint8).topk(depth, dim=1).indices
