@@ -411,8 +411,6 @@ def _filter_chunk(scores, start, ex_rows, ex_cols, state: _State, pending: _Pend
     rows, cols = _above(scores, state.kth())
     if rows.numel():
         values = scores[rows, cols]
-        if values.isnan().any():
-            raise ValueError(_NAN_MESSAGE)
         if ex_rows is not None:
             # Excluded entries never become candidates: drop those that passed the filter.
             keep = ~torch.isin(rows * width + cols, ex_rows * width + ex_cols)
@@ -426,24 +424,26 @@ _GROUP = 32  # columns summarized by one maximum in the filter's single pass
 
 
 def _above(scores: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(rows, cols)`` of the entries ``> threshold[row]`` or NaN, columns ascending per row.
+    """``(rows, cols)`` of the entries ``> threshold[row]``, columns ascending per row.
 
     One pass reads the block: the maximum of every 32 consecutive scores of a row (reading
     memory once, writing 1/32 of it). Only the groups whose maximum is above the row's
-    threshold, a few per row once the top k has settled, are compared entry by entry.
-    ``~(x <= t)`` rather than ``x > t`` lets NaN through, so that it can be reported.
+    threshold, a few per row once the top k has settled, are compared entry by entry. NaN,
+    which every maximum it enters propagates, is refused.
     """
     width = scores.shape[1]
     whole = width - width % _GROUP
-    hit_rows, hit_groups = (
-        ~(scores[:, :whole].unflatten(1, (-1, _GROUP)).amax(-1) <= threshold[:, None])
-    ).nonzero(as_tuple=True)
-    entries = scores[:, :whole].unflatten(1, (-1, _GROUP))[hit_rows, hit_groups]
-    which, offset = (~(entries <= threshold[hit_rows, None])).nonzero(as_tuple=True)
+    groups = scores[:, :whole].unflatten(1, (-1, _GROUP))
+    maxima = groups.amax(-1)
+    tail = scores[:, whole:]
+    if (maxima.numel() and maxima.amax().isnan()) or (tail.numel() and tail.isnan().any()):
+        raise ValueError(_NAN_MESSAGE)
+    hit_rows, hit_groups = (maxima > threshold[:, None]).nonzero(as_tuple=True)
+    which, offset = (groups[hit_rows, hit_groups] > threshold[hit_rows, None]).nonzero(as_tuple=True)
     rows, cols = hit_rows[which], hit_groups[which] * _GROUP + offset
     if whole == width:
         return rows, cols
-    tail_rows, tail_cols = (~(scores[:, whole:] <= threshold[:, None])).nonzero(as_tuple=True)
+    tail_rows, tail_cols = (tail > threshold[:, None]).nonzero(as_tuple=True)
     return torch.cat([rows, tail_rows]), torch.cat([cols, tail_cols + whole])
 
 
