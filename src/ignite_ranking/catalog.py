@@ -332,9 +332,10 @@ class _State:
         """Keeps the best ``depth`` of the held items and ``(batch, m)`` newcomers.
 
         Newcomers come after the held items and in tie order among themselves, so a stable
-        descending sort puts equal scores in the policy's order. ``plain`` says that no
-        invalid newcomer can tie with a valid one: every invalid slot is scored ``-inf`` and
-        every valid newcomer beats a held item, so sorting by score alone is enough.
+        descending sort puts equal scores in the policy's order. Padding slots score ``-inf``;
+        ``plain`` says that every held slot is an item and no newcomer item scores ``-inf``, so
+        no padding ties with an item ahead of it and the sort by score alone is enough.
+        Otherwise a second stable sort moves the items ahead of the padding.
         """
         all_scores = torch.cat([self.scores, scores], dim=1)
         all_ids = torch.cat([self.ids, ids], dim=1)
