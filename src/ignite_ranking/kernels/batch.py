@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from .ties import TieBlocks
+from .ties import TieBlocks
 
 __all__ = ["GAIN_FUNCTIONS", "RankedBatch", "check_gain_function", "gain"]
 
@@ -66,7 +64,9 @@ class RankedBatch:
         key = ("ranked", gain_function)
         if key not in self._gain_cache:
             if self.blocks is not None:
-                self._gain_cache[key] = self.blocks.mean_gains(gain_function)
+                self._gain_cache[key] = self.blocks.mean_gains(
+                    lambda labels, relevant: gain(labels, relevant, gain_function)
+                )
             else:
                 self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function)
         return self._gain_cache[key]

@@ -18,11 +18,10 @@ the tied items the policy prefers. The selected items are then ordered with stab
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .batch import RankedBatch
+from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
 from .ties import tie_blocks
 
@@ -53,60 +52,66 @@ def top_indices(
     Returns:
         ``(batch, min(k, num_items))`` int64 indices.
     """
-    return _select(scores, k, ties, labels)[0]
+    if ties in _BY_LABEL and labels is None:
+        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
+    return _select(scores, k, "first" if ties == "average" else ties, labels)[0]
+
+
+def sorts_whole_rows(k: int, num_items: int) -> bool:
+    """Whether ranking ``k`` of ``num_items`` sorts whole rows rather than using ``torch.topk``.
+
+    ``torch.topk`` of a large share of a row costs more than sorting it (about 3x at half of it),
+    and the selected items still need ordering, so past a quarter of the row a full stable sort
+    is the cheaper exact kernel.
+    """
+    return 4 * k >= num_items
 
 
 def _select(scores, k, ties, labels):
-    """``top_indices`` and the rows whose k-th value is tied with an item below the cutoff."""
-    if ties in _BY_LABEL and labels is None:
-        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
-    batch, num_items = scores.shape
-    none = torch.zeros(0, dtype=torch.int64, device=scores.device)
-    if k >= num_items:
-        every = torch.arange(num_items, device=scores.device).expand(batch, num_items)
-        return _in_rank_order(scores, every, ties, labels), none
-    values, indices = torch.topk(scores, k + 1, dim=1)
-    boundary = values[:, k - 1]
-    indices = indices[:, :k]
-    crossing = (values[:, k] == boundary).nonzero().squeeze(1)
-    if crossing.numel():
-        indices = _refill_tied_slots(scores, values[:, :k], indices, crossing, ties, labels)
-    return _in_rank_order(scores, indices, ties, labels), crossing
+    """``top_indices``, the rows whose k-th value ties with an item below the cutoff, and the
+    k-th value of every row.
 
-
-def _refill_tied_slots(scores, values, indices, crossing, ties, labels):
-    """Fixes rows whose k-th value is tied with items below the cutoff.
-
-    In such a row the slots of ``topk`` holding the boundary value hold arbitrary items of that
-    value; they are refilled with the tied items the policy puts first: lowest indices
-    (``"first"``), highest (``"last"``), or highest / lowest labels then lowest indices
-    (``"optimistic"`` / ``"pessimistic"``). Items above the boundary are already right.
+    ``ties="average"`` leaves the tied slots at the cutoff as ``torch.topk`` filled them: the
+    expected values read only the block statistics there, not which items hold the slots.
     """
-    batch = scores.shape[0]
-    boundary = values[:, -1]
-    if 2 * crossing.numel() > batch:
-        # Most rows: compare in place, with NaN (equal to nothing) for rows without a crossing tie.
-        target = torch.full_like(boundary, math.nan).index_copy(0, crossing, boundary[crossing])
-        rows, cols = (scores == target[:, None]).nonzero(as_tuple=True)
-    else:
-        rows, cols = (scores[crossing] == boundary[crossing, None]).nonzero(as_tuple=True)
-        rows = crossing[rows]
-    if ties in _BY_LABEL:
-        # Order each row's tied items by label (stable: index order within a label), then by row.
-        by_label = labels[rows, cols].argsort(descending=ties == "optimistic", stable=True)
-        by_row = rows[by_label].argsort(stable=True)
-        rows, cols = rows[by_label][by_row], cols[by_label][by_row]
-    per_row = torch.bincount(rows, minlength=batch)
-    ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
+    num_items = scores.shape[1]
+    if not 0 < k < num_items or sorts_whole_rows(k, num_items):
+        return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels)
+    values, indices = torch.topk(scores, k + 1, dim=1)
+    crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
+    values, indices = values[:, :k], indices[:, :k]
+    if crossing.numel() and ties != "average":
+        indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
+    return _in_rank_order(scores, indices, ties, labels), crossing, values[:, k - 1]
+
+
+def _select_by_sort(scores, k, ties, labels):
+    """``_select`` by stable sorts of whole rows, a few rows at a time."""
+    batch, num_items = scores.shape
+    indices = torch.empty(batch, k, dtype=torch.int64, device=scores.device)
+    boundary = torch.zeros(batch, dtype=scores.dtype, device=scores.device)
+    crosses = torch.zeros(batch, dtype=torch.bool, device=scores.device)
+    step = rows_per_chunk(num_items)
+    for start in range(0, batch if k else 0, step):
+        rows = slice(start, min(start + step, batch))
+        order = _sorted_rows(scores[rows], ties, None if labels is None else labels[rows])
+        indices[rows] = order[:, :k]
+        if k < num_items:
+            edge = scores[rows].gather(1, order[:, k - 1 : k + 1])
+            boundary[rows], crosses[rows] = edge[:, 0], edge[:, 0] == edge[:, 1]
+    return indices, crosses.nonzero().squeeze(1), boundary
+
+
+def _sorted_rows(scores, ties, labels):
+    """Every item of each row in ranking order: one stable sort (two by label)."""
     if ties == "last":
-        ordinal = per_row[rows] - 1 - ordinal
-    is_crossing = torch.zeros(batch, dtype=torch.bool, device=scores.device).index_fill(0, crossing, True)
-    slots = (values == boundary[:, None]) & is_crossing[:, None]
-    chosen = ordinal < slots.sum(dim=1)[rows]
-    # Both sides are in row order with as many entries per row, so they pair up.
-    indices = indices.clone()
-    indices[slots] = cols[chosen]
-    return indices
+        flipped = scores.flip(1).argsort(dim=1, descending=True, stable=True)
+        return scores.shape[1] - 1 - flipped
+    if ties in _BY_LABEL:
+        by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
+        by_score = scores.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
+        return by_label.gather(1, by_score)
+    return scores.argsort(dim=1, descending=True, stable=True)
 
 
 def _in_rank_order(scores, indices, ties, labels):
@@ -158,7 +163,9 @@ def rank_batch(
         best = torch.topk(labels, min(depth + 1, y.shape[1]), dim=1).values
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
-    indices, crossing = _select(y_pred, depth, ties, labels)
+    if ties in _BY_LABEL and labels is None:
+        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
+    indices, crossing, boundary = _select(y_pred, depth, ties, labels)
     ranked_labels = labels.gather(1, indices)
     relevant = ranked_labels >= threshold
     batch = RankedBatch(
@@ -171,7 +178,8 @@ def rank_batch(
         batch.ideal_labels = best.to(torch.float64)
         batch.ideal_relevant = (best >= threshold).to(torch.float64)
     if ties == "average":
-        blocks = tie_blocks(y_pred, labels, threshold, indices, relevant, crossing)
+        tail = boundary_blocks(y_pred, labels, threshold, boundary, crossing)
+        blocks = tie_blocks(y_pred, labels, indices, relevant, tail)
         batch.blocks = blocks
         batch.relevant = blocks.relevant / blocks.size
     return batch
@@ -191,8 +199,12 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
             return (counts > 0).to(torch.float64)
         if best.shape[1] > depth:
             beyond = flags[:, depth].nonzero().squeeze(1)
-            if beyond.numel():
-                counts[beyond] = count_relevant(y[beyond], relevance_threshold)
+            if 2 * beyond.numel() > y.shape[0]:
+                return count_relevant(y, relevance_threshold)
+            step = rows_per_chunk(y.shape[1])
+            for start in range(0, beyond.numel(), step):
+                rows = beyond[start : start + step]
+                counts[rows] = count_relevant(y.index_select(0, rows), relevance_threshold)
         return counts
     if count:
         return count_relevant(y, relevance_threshold)
