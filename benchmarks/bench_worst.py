@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_mrr import argsort_reciprocal_rank
 from common import (
     TOP_K,
     machine_line,
@@ -89,6 +90,12 @@ def quantized_half_relevant(batch, items, gen):
     return (continuous_scores(batch, items, gen) * 4).round() / 4, y
 
 
+def rising(batch, items, gen):
+    """Scores that rise along each row (as if sorted ascending), distinct."""
+    y_pred = torch.arange(items, dtype=torch.float32).expand(batch, items).contiguous()
+    return y_pred, sparse_labels(batch, items, min(5, items), gen)
+
+
 def continuous(batch, items, gen):
     return continuous_scores(batch, items, gen), sparse_labels(batch, items, min(5, items), gen)
 
@@ -105,6 +112,9 @@ class Case:
     metric: Callable[[], object]
     depth: Callable[[torch.Tensor, torch.Tensor], int]
     size: tuple[int, int] | None = None  # None: FULL (QUICK with --quick)
+    # Cutoffs at which ``argsort`` also computes RR@k and sums it over the batch, where the
+    # metric's output (one value per cutoff) is itself a large part of the work.
+    argsort_rr: tuple[int, ...] = ()
 
     def shape(self, quick: bool) -> tuple[int, int]:
         if quick:
@@ -159,7 +169,9 @@ CASES = [
         lambda: MRR(list(range(1, 100_001))),
         fixed(1_000),
         size=(64, 1_000),
+        argsort_rr=tuple(range(1, 100_001)),
     ),
+    Case("scores rising along each row, MRR", rising, lambda: MRR(TOP_K), fixed(100)),
     Case("top_k=[99,999] of 100,000, first", continuous, lambda: MRR([99_999]), fixed(99_999)),
 ]
 
@@ -168,6 +180,9 @@ def make_case(case: Case, method: str, y_pred: torch.Tensor, y: torch.Tensor) ->
     if method == "ours":
         metric = case.metric()
         return lambda: metric.update((y_pred, y))
+    if method == "argsort" and case.argsort_rr:
+        top_k = list(case.argsort_rr)
+        return lambda: argsort_reciprocal_rank(y_pred, y, top_k).sum(dim=0)
     if method == "argsort":
 
         def argsort():

@@ -200,3 +200,26 @@ def test_many_cutoffs_past_a_short_row():
     for metric in ("mrr", "precision", "ndcg", "map"):
         got = functional_values(metric, y_pred, y, top_k)
         assert_close(got, per_query(y_pred, y, metric, top_k), metric)
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_rows_rising_along_their_length_are_ranked_exactly(ties):
+    # Long enough rows for the CPU top-k's heap regime, which reads rising rows backwards.
+    rng = np.random.default_rng(71)
+    n = 900
+    rising = torch.arange(n, dtype=torch.float64).repeat(4, 1)
+    rising[1] = torch.from_numpy(np.sort(rng.integers(0, 50, n))).double()  # rising, with ties
+    rising[2] = torch.from_numpy(rng.permutation(n)).double()  # not rising: read as it is
+    rising[3, 500:] = math.inf
+    labels = torch.from_numpy(rng.integers(0, 3, (4, n))).double()
+    labels[0] = torch.arange(n) % 4  # labels rising too, for the ideal order of NDCG
+    rows = list(zip(rising.tolist(), labels.tolist(), strict=True))
+    for k in (1, 5, 13):
+        values, indices = ranking.top_k_rows(rising, k)
+        assert torch.equal(values, torch.topk(rising, k, dim=1).values)
+        assert torch.equal(rising.gather(1, indices), values)
+        got = top_indices(rising, k, ties, labels).tolist()
+        assert got == [policy_order(s, lab, ties)[:k] for s, lab in rows]
+    if ties in ("first", "last"):
+        got = functional_values("ndcg", rising, labels, [1, 5, 13], ties=ties)
+        assert_close(got, per_query(rising, labels, "ndcg", [1, 5, 13], ties=ties))

@@ -4,7 +4,7 @@ In such a row the boundary score has more items than slots left for it above the
 of them fill the slots is the tie policy's choice, and ``ties="average"`` needs the whole
 block's size, relevant items and gains. A block can be the whole row, so nothing here lists the
 tied items of a row or sorts them: each step is a comparison and a ``torch.topk`` over a key,
-run a few rows at a time (about ``2**21`` elements), which bounds the temporaries whatever the
+run a few rows at a time (about ``2**20`` elements), which bounds the temporaries whatever the
 tie pattern.
 """
 
@@ -18,7 +18,7 @@ import torch
 
 __all__ = ["BoundaryBlocks", "boundary_blocks", "fill_tied_slots", "rows_per_chunk"]
 
-CHUNK_ELEMENTS = 2**21
+CHUNK_ELEMENTS = 2**20
 
 
 def rows_per_chunk(num_items: int) -> int:
@@ -26,13 +26,14 @@ def rows_per_chunk(num_items: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(num_items, 1))
 
 
-def _tied_chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
-    """Yields ``(chunk_rows, take, tied)`` over ``rows``, a few rows at a time.
+def _chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
+    """Yields ``(chunk_rows, take, target)`` over ``rows``, a few rows at a time.
 
-    ``take(tensor)`` gives the chunk's rows of a ``(batch, ...)`` tensor, and ``tied`` is where
-    their scores equal their ``boundary`` value (one per row of ``scores``). When most rows are
-    wanted, consecutive rows are read in place (views; the rows not wanted compare with NaN,
-    equal to nothing) instead of copied.
+    ``take(tensor)`` gives the chunk's rows of a ``(batch, ...)`` tensor, and ``target`` their
+    ``(chunk, 1)`` boundary values (``boundary`` holds one per row of ``scores``), so that
+    ``take(scores) == target`` marks their tied items. When most rows are wanted, consecutive
+    rows are read in place (views; the rows not wanted get NaN, equal to nothing) instead of
+    copied.
     """
     batch, num_items = scores.shape
     step = rows_per_chunk(num_items)
@@ -41,12 +42,12 @@ def _tied_chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tenso
         for start in range(0, batch, step):
             window = slice(start, min(start + step, batch))
             chunk_rows = torch.arange(window.start, window.stop, device=scores.device)
-            yield chunk_rows, (lambda t, w=window: t[w]), scores[window] == target[window, None]
+            yield chunk_rows, (lambda t, w=window: t[w]), target[window, None]
     else:
         for start in range(0, rows.numel(), step):
             chunk_rows = rows[start : start + step]
             take = lambda t, r=chunk_rows: t.index_select(0, r)  # noqa: E731
-            yield chunk_rows, take, take(scores) == boundary[chunk_rows, None]
+            yield chunk_rows, take, boundary[chunk_rows, None]
 
 
 def _first_of(mask: torch.Tensor, wanted: torch.Tensor, width: int, from_end: bool = False):
@@ -91,12 +92,12 @@ def _chosen_in_chunk(tied, wanted, ties, labels):
     if labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
     key = torch.where(tied, labels, _label_sentinel(labels, largest))
-    cut = torch.topk(key, width, dim=1, largest=largest).values
-    cut = cut.gather(1, (wanted - 1).clamp(min=0)[:, None])
-    better = tied & ((key > cut) if largest else (key < cut))
+    values, better_columns = torch.topk(key, width, dim=1, largest=largest)
+    cut = values.gather(1, (wanted - 1).clamp(min=0)[:, None])
+    # The top-k's entries before the cut value are exactly the strictly better tied items.
+    better_valid = (ordinal < wanted[:, None]) & ((values > cut) if largest else (values < cut))
+    num_better = better_valid.sum(dim=1)
     level = tied & (key == cut)
-    num_better = better.sum(dim=1)
-    better_columns, better_valid = _first_of(better, num_better, width)
     level_columns, level_valid = _first_of(level, wanted - num_better, width)
     level_ordinal = ordinal + num_better[:, None]
     return (
@@ -136,12 +137,12 @@ def fill_tied_slots(
     is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
     wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
     filled = indices.clone()
-    for chunk_rows, take, tied in _tied_chunks(scores, boundary, crossing):
+    for chunk_rows, take, target in _chunks(scores, boundary, crossing):
         wanted = take(wanted_per_row)
         if not bool(wanted.any()):
             continue
         chunk_labels = take(labels) if ties in ("optimistic", "pessimistic") else None
-        row, ordinal, column = _chosen_in_chunk(tied, wanted, ties, chunk_labels)
+        row, ordinal, column = _chosen_in_chunk(take(scores) == target, wanted, ties, chunk_labels)
         filled[chunk_rows[row], k - wanted[row] + ordinal] = column
     return filled
 
@@ -168,10 +169,11 @@ class BoundaryBlocks:
         """float64 total gain of each block: ``gain_of(labels, relevant)`` summed over it."""
         sums = torch.zeros(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
         position = _position_of(self.rows, self._scores.shape[0])
-        for chunk_rows, take, tied in _tied_chunks(self._scores, self._boundary, self.rows):
+        for chunk_rows, take, target in _chunks(self._scores, self._boundary, self.rows):
             labels = take(self._labels)
             # Only the relevant items of a block have a gain: compute it for them alone.
-            row, column = (tied & (labels >= self._threshold)).nonzero(as_tuple=True)
+            hits = (take(self._scores) == target) & (labels >= self._threshold)
+            row, column = hits.nonzero(as_tuple=True)
             gains = gain_of(labels[row, column], torch.ones_like(row, dtype=torch.bool))
             sums.index_add_(0, position[chunk_rows][row], gains)
         return sums
@@ -194,11 +196,18 @@ def boundary_blocks(
     size = torch.zeros(rows.numel(), dtype=torch.float64, device=scores.device)
     relevant = torch.zeros_like(size)
     position = _position_of(rows, scores.shape[0])
-    for chunk_rows, take, tied in _tied_chunks(scores, boundary, rows):
-        chunk_labels = take(labels)
+    # Counting in a floating buffer: summing a boolean mask casts it to int64 first. float32
+    # counts are exact up to 2**24 items a row.
+    num_items = scores.shape[1]
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64
+    shape = (min(rows_per_chunk(num_items), scores.shape[0]), num_items)
+    tied_buffer = torch.empty(shape, dtype=dtype, device=scores.device)
+    hit_buffer = torch.empty_like(tied_buffer)
+    for chunk_rows, take, target in _chunks(scores, boundary, rows):
+        tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
+        hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
         inside = position[chunk_rows] >= 0
         at = position[chunk_rows][inside]
         size.index_add_(0, at, tied.sum(dim=1)[inside].to(torch.float64))
-        hits = (tied & (chunk_labels >= threshold)).sum(dim=1)
-        relevant.index_add_(0, at, hits[inside].to(torch.float64))
+        relevant.index_add_(0, at, hits.sum(dim=1)[inside].to(torch.float64))
     return BoundaryBlocks(rows, size, relevant, scores, labels, threshold, boundary)
