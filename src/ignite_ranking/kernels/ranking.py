@@ -9,10 +9,12 @@ Order: descending score; equal scores by the tie policy.
 - ``"average"``: ranked as ``"first"``, then every metric takes its expected value over all
   orders of each tied block (see :mod:`ignite_ranking.kernels.ties`).
 
-The kernel never sorts a whole row unless the cutoff covers it. ``torch.topk`` with one item
-more than the cutoff finds the best values; a row whose value after the cutoff equals the value
-at the cutoff has a tie across the boundary, and only those rows take an extra pass that keeps
-the tied items the policy prefers. The selected items are then ordered with stable sorts of
+The kernel sorts whole rows only when the depth is at least a quarter of the row, where that is
+the cheaper exact kernel. Otherwise ``torch.topk`` with one item more than the cutoff finds the
+best values; a row whose value after the cutoff equals the value at the cutoff has a tie across
+the boundary, and only those rows take an extra pass that keeps the tied items the policy
+prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k over a key, a few rows at a time, never
+a sort or a list of the tied items). The selected items are then ordered with stable sorts of
 ``(batch, k)`` values.
 """
 
