@@ -204,6 +204,8 @@ def build(case: Case, quick: bool) -> tuple[torch.Tensor, torch.Tensor]:
 def memory_case(argv: list[str]) -> int:
     """Subprocess side: ``--memory-case CASE_INDEX METHOD QUICK``."""
     case, method, quick = CASES[int(argv[0])], argv[1], argv[2] == "1"
+    if len(argv) > 3:
+        torch.set_num_threads(int(argv[3]))
     y_pred, y = build(case, quick)
     tiny = case.data(4, min(500, y_pred.shape[1]), torch.Generator().manual_seed(1))
     report_memory_case(make_case(case, method, y_pred, y), warm=make_case(case, method, *tiny))
@@ -211,6 +213,7 @@ def memory_case(argv: list[str]) -> int:
 
 
 def run(cases, quick: bool, repeats: int, warmup: int, memory: bool) -> list[dict]:
+    threads = str(torch.get_num_threads())
     script = str(Path(__file__).resolve())
     results = []
     for case in cases:
@@ -220,9 +223,9 @@ def run(cases, quick: bool, repeats: int, warmup: int, memory: bool) -> list[dic
         )
         peaks = {}
         if memory:
-            index = str(CASES.index(case))
+            args = [str(CASES.index(case)), "1" if quick else "0", threads]
             for method in METHODS:
-                peaks[method], _ = measure_in_subprocess(script, [index, method, "1" if quick else "0"])
+                peaks[method], _ = measure_in_subprocess(script, [args[0], method, *args[1:]])
         results.append({"case": case, "shape": tuple(y_pred.shape), "timings": timings, "peaks": peaks})
         print(
             f"  {case.name}: "
@@ -282,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat, no memory runs")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per case (default 3)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads, here and in the memory runs"
+    )
     parser.add_argument("--only", default=None, help="run only the cases whose name contains this text")
     parser.add_argument(
         "--memory",
@@ -294,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     warmup = 0 if args.quick else 1
     memory = (not args.quick) if args.memory is None else args.memory
     cases = [c for c in CASES if args.only is None or args.only in c.name]
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"machine: {machine_line()}")
     print(f"median of {repeats} interleaved run(s) after {warmup} warm-up(s)")
     results = run(cases, args.quick, repeats, warmup, memory)

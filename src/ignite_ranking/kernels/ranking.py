@@ -98,7 +98,7 @@ def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     ``torch.topk`` as it is.
     """
     batch, num_items = values.shape
-    if values.device.type != "cpu" or 64 * k > num_items or batch == 0:
+    if values.device.type != "cpu" or 64 * max(k, 1) > num_items or batch == 0:
         return torch.topk(values, k, dim=1)
     sample = values[:, :: num_items // 64]
     rising = 2 * (sample[:, 1:] > sample[:, :-1]).sum(dim=1) > sample.shape[1] - 1
