@@ -104,8 +104,8 @@ def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     rising = 2 * (sample[:, 1:] > sample[:, :-1]).sum(dim=1) > sample.shape[1] - 1
     if not bool(rising.any()):
         return torch.topk(values, k, dim=1)
-    top_values = torch.empty(batch, k, dtype=values.dtype)
-    top_indices = torch.empty(batch, k, dtype=torch.int64)
+    top_values = torch.empty(batch, k, dtype=values.dtype, device=values.device)
+    top_indices = torch.empty(batch, k, dtype=torch.int64, device=values.device)
     step = rows_per_chunk(num_items)
     for start in range(0, batch, step):
         rows = slice(start, min(start + step, batch))
@@ -197,20 +197,22 @@ def rank_batch(
     if ties in _BY_LABEL and labels is None:
         raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
     indices, crossing, boundary = _select(y_pred, depth, ties, labels)
-    ranked_labels = labels.gather(1, indices)
-    relevant = ranked_labels >= threshold
-    batch = RankedBatch(
-        labels=ranked_labels.to(torch.float64),
-        relevant=relevant.to(torch.float64),
-        num_relevant=num_relevant,
-    )
+    # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
+    # indices are dropped as soon as nothing needs them (deep rankings make these large).
+    native = labels.gather(1, indices)
+    relevant = native >= threshold
+    ranked_labels = native.to(torch.float64)
+    del native
+    if ties != "average":
+        del indices
+    batch = RankedBatch(labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant)
     if best is not None:
         best = best[:, :depth]
         batch.ideal_labels = best.to(torch.float64)
         batch.ideal_relevant = (best >= threshold).to(torch.float64)
     if ties == "average":
         tail = boundary_blocks(y_pred, labels, threshold, boundary, crossing)
-        blocks = tie_blocks(y_pred, labels, indices, relevant, tail)
+        blocks = tie_blocks(y_pred, indices, ranked_labels, relevant, tail)
         batch.blocks = blocks
         batch.relevant = blocks.relevant / blocks.size
     return batch

@@ -81,12 +81,14 @@ class TieBlocks:
 
 def tie_blocks(
     scores: torch.Tensor,
-    labels: torch.Tensor,
     indices: torch.Tensor,
+    ranked_labels: torch.Tensor,
     ranked_relevant: torch.Tensor,
     tail: BoundaryBlocks,
 ) -> TieBlocks:
     """Block statistics of ranked positions ``indices`` (ordered by descending score).
+
+    ``ranked_labels`` (float64) and ``ranked_relevant`` (bool) describe the ranked items.
 
     ``tail`` gives the whole last block of the rows where it continues below the ranked depth.
     """
@@ -103,7 +105,7 @@ def tie_blocks(
         size=ones,
         relevant=ranked_relevant.to(torch.float64),
         block_id=block_id,
-        ranked_labels=labels.gather(1, indices).to(torch.float64),
+        ranked_labels=ranked_labels,
         ranked_relevant=ranked_relevant,
         tail=tail,
     )
