@@ -78,8 +78,29 @@ def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
     return info.min if largest else info.max
 
 
+def _chosen_from_list(tied, wanted, ties, labels):
+    """``_chosen_in_chunk`` for small blocks: list the tied items and order them by the policy."""
+    rows, columns = tied.nonzero(as_tuple=True)  # row-major, columns ascending
+    if ties in ("optimistic", "pessimistic"):
+        by_label = labels[rows, columns].argsort(descending=ties == "optimistic", stable=True)
+        order = by_label[rows[by_label].argsort(stable=True)]
+        rows, columns = rows[order], columns[order]
+    per_row = torch.bincount(rows, minlength=tied.shape[0])
+    ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
+    if ties == "last":
+        ordinal = per_row[rows] - 1 - ordinal
+    keep = ordinal < wanted[rows]
+    return rows[keep], ordinal[keep], columns[keep]
+
+
 def _chosen_in_chunk(tied, wanted, ties, labels):
-    """``(row, ordinal, column)`` of the tied items the policy puts first, ``wanted[r]`` a row."""
+    """``(row, ordinal, column)`` of the tied items the policy puts first, ``wanted[r]`` a row.
+
+    Small blocks (a sixteenth of the chunk or less, as when scores are quantized) are listed and
+    ordered; larger ones are never listed: a top-k over a key picks the wanted items.
+    """
+    if 16 * int(torch.count_nonzero(tied)) <= tied.numel():
+        return _chosen_from_list(tied, wanted, ties, labels)
     width = int(wanted.max())
     rows = torch.arange(tied.shape[0], device=tied.device)[:, None].expand(-1, width)
     ordinal = torch.arange(width, device=tied.device).expand(tied.shape[0], -1)
@@ -89,8 +110,6 @@ def _chosen_in_chunk(tied, wanted, ties, labels):
     # By label, then lowest index: the labels strictly better than the wanted[r]-th best label
     # of the block are all taken; the remaining slots go to the lowest indices of that label.
     largest = ties == "optimistic"
-    if labels.dtype == torch.bool:
-        labels = labels.view(torch.uint8)
     key = torch.where(tied, labels, _label_sentinel(labels, largest))
     values, better_columns = torch.topk(key, width, dim=1, largest=largest)
     cut = values.gather(1, (wanted - 1).clamp(min=0)[:, None])
@@ -134,6 +153,8 @@ def fill_tied_slots(
     boundary = values[:, -1]
     # topk's values are sorted, so a row's boundary slots are its last ``slots`` columns.
     slots = (values == boundary[:, None]).sum(dim=1)
+    if labels is not None and labels.dtype == torch.bool:
+        labels = labels.view(torch.uint8)
     is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
     wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
     filled = indices.clone()
