@@ -4,7 +4,7 @@ In such a row the boundary score has more items than slots left for it above the
 of them fill the slots is the tie policy's choice, and ``ties="average"`` needs the whole
 block's size, relevant items and gains. A block can be the whole row, so nothing here lists the
 tied items of a row or sorts them: each step is a comparison and a ``torch.topk`` over a key,
-run a few rows at a time (about ``2**20`` elements), which bounds the temporaries whatever the
+run a few rows at a time (about ``2**21`` elements), which bounds the temporaries whatever the
 tie pattern.
 """
 
@@ -18,7 +18,7 @@ import torch
 
 __all__ = ["BoundaryBlocks", "boundary_blocks", "fill_tied_slots", "rows_per_chunk"]
 
-CHUNK_ELEMENTS = 2**20
+CHUNK_ELEMENTS = 2**21
 
 
 def rows_per_chunk(num_items: int) -> int:
@@ -157,14 +157,19 @@ def fill_tied_slots(
         labels = labels.view(torch.uint8)
     is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
     wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
-    filled = indices.clone()
+    chosen_rows, chosen_slots, chosen_columns = [], [], []
     for chunk_rows, take, target in _chunks(scores, boundary, crossing):
         wanted = take(wanted_per_row)
         if not bool(wanted.any()):
             continue
         chunk_labels = take(labels) if ties in ("optimistic", "pessimistic") else None
         row, ordinal, column = _chosen_in_chunk(take(scores) == target, wanted, ties, chunk_labels)
-        filled[chunk_rows[row], k - wanted[row] + ordinal] = column
+        chosen_rows.append(chunk_rows[row])
+        chosen_slots.append(k - wanted[row] + ordinal)
+        chosen_columns.append(column)
+    filled = indices.clone()
+    if chosen_rows:
+        filled[torch.cat(chosen_rows), torch.cat(chosen_slots)] = torch.cat(chosen_columns)
     return filled
 
 
