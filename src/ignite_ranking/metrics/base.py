@@ -145,10 +145,10 @@ class RankingMetric(Metric):
         if self._per_query:
             self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
-            # A mask, not indexing, so that no host synchronization is needed.
-            counted = ranked.num_relevant > 0
-            values = torch.where(counted[:, None], values, torch.zeros_like(values))
-            self._num_examples += counted.sum().to(self._device)
+            # A query without relevant items scores 0 (the scorers' contract), so it adds nothing
+            # to the sums and only the count leaves it out: no host synchronization, and no
+            # masked copy of the (batch, cutoffs) values, which can be large.
+            self._num_examples += (ranked.num_relevant > 0).sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
         self._sum_per_k += values.sum(dim=0).to(self._device)
