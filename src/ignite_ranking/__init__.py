@@ -2,25 +2,37 @@
 
 from . import functional
 from .metrics import (
+    ERR,
     MAP,
     MRR,
     NDCG,
+    NERR,
+    RBP,
+    Bpref,
     HitRate,
+    Judged,
     PerQuery,
     Precision,
     RankingMetric,
     RankingMetrics,
+    RBPResidual,
     Recall,
     RPrecision,
 )
 
 __all__ = [
+    "ERR",
     "MAP",
     "MRR",
     "NDCG",
+    "NERR",
+    "RBP",
+    "Bpref",
     "HitRate",
+    "Judged",
     "PerQuery",
     "Precision",
+    "RBPResidual",
     "RPrecision",
     "RankingMetric",
     "RankingMetrics",

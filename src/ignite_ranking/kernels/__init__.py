@@ -1,6 +1,6 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
-from . import scoring
+from . import judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
@@ -15,7 +15,9 @@ __all__ = [
     "check_inputs",
     "check_threshold",
     "check_ties",
+    "judged",
     "normalize_top_k",
+    "persistence",
     "rank_batch",
     "scoring",
     "top_indices",

@@ -24,7 +24,70 @@ import torch
 
 from .batch import RankedBatch
 
-__all__ = ["bpref", "condense", "judged_at_k", "judged_flags", "retrieved_counts"]
+__all__ = [
+    "bpref",
+    "condense",
+    "judged_at_k",
+    "judged_flags",
+    "mark_judgements",
+    "mask_unjudged",
+    "retrieved_counts",
+]
+
+
+def mask_unjudged(y: torch.Tensor, judged: torch.Tensor | None) -> torch.Tensor:
+    """The labels to rank when some items are unjudged: float64, ``-inf`` where not judged.
+
+    Dense inputs are fully judged unless a mask says otherwise; with one, the unjudged items
+    take a label no threshold reaches, so they are never relevant and gain nothing, and
+    :func:`mark_judgements` finds them again at their ranks without another ranking pass.
+
+    Args:
+        y: ``(batch, num_items)`` labels, already checked.
+        judged: ``(batch, num_items)`` bool, True where the item is judged; None: all are.
+
+    Raises:
+        TypeError: ``judged`` is not a bool tensor.
+        ValueError: its shape differs from ``y``'s, or a judged label is ``-inf``.
+    """
+    if judged is None:
+        return y
+    if not isinstance(judged, torch.Tensor) or judged.dtype != torch.bool:
+        shown = judged.dtype if isinstance(judged, torch.Tensor) else type(judged).__name__
+        raise TypeError(f"judged must be a bool tensor (True = judged), got {shown}.")
+    if judged.shape != y.shape:
+        raise ValueError(
+            f"judged must have the shape of y, {tuple(y.shape)}, one flag per item; "
+            f"got {tuple(judged.shape)}."
+        )
+    labels = y.to(torch.float64)
+    judged = judged.to(labels.device)
+    if bool((judged & (labels == -torch.inf)).any()):
+        raise ValueError("y must not hold -inf labels for judged items when a judged mask is given.")
+    return torch.where(judged, labels, torch.full_like(labels, -torch.inf))
+
+
+def mark_judgements(
+    ranked: RankedBatch,
+    y: torch.Tensor,
+    judged: torch.Tensor | None,
+    relevance_threshold: float,
+    count_nonrelevant: bool = False,
+) -> RankedBatch:
+    """``ranked`` (of :func:`mask_unjudged`'s labels) with its judged flags (and N), in place.
+
+    ``judged`` flags the ranks whose label is not ``-inf``; without a mask every item is judged
+    and ``judged`` stays None. ``count_nonrelevant`` also counts N, each row's judged items
+    below ``relevance_threshold`` (bpref's divisor; one pass over the labels).
+    """
+    if judged is not None:
+        ranked.judged = (ranked.labels > -torch.inf).to(torch.float64)
+    if count_nonrelevant:
+        below = y < relevance_threshold
+        if judged is not None:
+            below &= judged.to(y.device)
+        ranked.num_nonrelevant = below.sum(dim=1).to(torch.float64)
+    return ranked
 
 
 def retrieved_counts(ranked: RankedBatch) -> torch.Tensor:

@@ -4,20 +4,28 @@ from .average_precision import MAP
 from .base import RankingMetric
 from .group import RankingMetrics
 from .hit_rate import HitRate
+from .judged import Bpref, Judged
 from .mrr import MRR
 from .ndcg import NDCG
 from .per_query import PerQuery
+from .persistence import ERR, NERR, RBP, RBPResidual
 from .precision import Precision
 from .r_precision import RPrecision
 from .recall import Recall
 
 __all__ = [
+    "ERR",
     "MAP",
     "MRR",
     "NDCG",
+    "NERR",
+    "RBP",
+    "Bpref",
     "HitRate",
+    "Judged",
     "PerQuery",
     "Precision",
+    "RBPResidual",
     "RPrecision",
     "RankingMetric",
     "RankingMetrics",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
@@ -21,9 +22,12 @@ from ..kernels import (
     normalize_top_k,
     rank_batch,
 )
-from .per_query import PerQuery, check_query_ids, gather_per_query, split_query_ids
+from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from .per_query import PerQuery, check_query_ids, gather_per_query, split_extras
 
-__all__ = ["RankingMetric", "unpack_output"]
+__all__ = ["RankingMetric", "rank_for", "unpack_output"]
+# A depth that makes the kernel rank every item of a row.
+_WHOLE_ROW = sys.maxsize // 2
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
 _SETTINGS = "_settings"
@@ -41,12 +45,36 @@ def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
     return y_pred.detach(), y.detach()
 
 
+def rank_for(
+    metrics: Sequence[RankingMetric], y_pred: torch.Tensor, y: torch.Tensor, judged: torch.Tensor | None
+) -> RankedBatch:
+    """Ranks a checked batch once for all ``metrics`` (which share threshold and ties).
+
+    ``judged`` (bool, the shape of ``y``) marks the judged items; without it every item is.
+    """
+    first = metrics[0]
+    ranked = rank_batch(
+        y_pred,
+        mask_unjudged(y, judged),
+        max(m.depth for m in metrics),
+        relevance_threshold=first.relevance_threshold,
+        ties=first.ties,
+        ideal=any(m.needs_ideal for m in metrics),
+        cover_relevant=any(m.covers_relevant for m in metrics),
+        count=any(m.needs_counts for m in metrics),
+    )
+    nonrelevant = any(m.needs_nonrelevant for m in metrics)
+    return mark_judgements(ranked, y, judged, first.relevance_threshold, count_nonrelevant=nonrelevant)
+
+
 class RankingMetric(Metric):
     """Base of the ranking metrics: per-cutoff float64 sums and an int64 query count.
 
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
-    and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
-    metric with one value and no cutoffs. The state is a few numbers per cutoff,
+    and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
+    ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
+    ``judged_only=True`` (offered by P, MRR, MAP and NDCG) scores the condensed ranking without
+    the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`.
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
@@ -59,6 +87,8 @@ class RankingMetric(Metric):
     needs_counts = False
     needs_ideal = False
     covers_relevant = False
+    whole_row = False
+    needs_nonrelevant = False
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
@@ -75,8 +105,12 @@ class RankingMetric(Metric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        judged_only: bool = False,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.judged_only = check_flag("judged_only", judged_only)
+        if self.judged_only and ties == "average":
+            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
@@ -86,6 +120,8 @@ class RankingMetric(Metric):
     @property
     def depth(self) -> int:
         """How many ranked positions per query the metric reads."""
+        if self.whole_row or self.judged_only:
+            return _WHOLE_ROW
         return self.top_k[-1] if self.top_k else 1
 
     @property
@@ -101,17 +137,8 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
-    def rank(self, y_pred: torch.Tensor, y: torch.Tensor) -> RankedBatch:
-        return rank_batch(
-            y_pred,
-            y,
-            self.depth,
-            relevance_threshold=self.relevance_threshold,
-            ties=self.ties,
-            ideal=self.needs_ideal,
-            cover_relevant=self.covers_relevant,
-            count=self.needs_counts,
-        )
+    def rank(self, y_pred: torch.Tensor, y: torch.Tensor, judged: torch.Tensor | None = None) -> RankedBatch:
+        return rank_for([self], y_pred, y, judged)
 
     @reinit__is_reduced
     def reset(self) -> None:
@@ -128,15 +155,15 @@ class RankingMetric(Metric):
 
     @reinit__is_reduced
     def update(self, output: Sequence[torch.Tensor]) -> None:
-        output, query_ids = split_query_ids(output)
+        output, query_ids, judged = split_extras(output)
         y_pred, y = unpack_output(output)
         ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
-        self.accumulate(self.rank(y_pred, y), query_ids=ids)
+        self.accumulate(self.rank(y_pred, y, judged), query_ids=ids)
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid)."""
-        values = self.score(ranked)
+        values = self.score(condense(ranked) if self.judged_only else ranked)
         if self._per_query:
             self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
@@ -214,7 +241,13 @@ class RankingMetric(Metric):
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
              'ties': 'first', 'gain_function': 'linear_rank'}
         """
-        return {"metric": self.name, **{key: copy.copy(getattr(self, key)) for key in self._settings_keys}}
+        settings = {
+            "metric": self.name,
+            **{key: copy.copy(getattr(self, key)) for key in self._settings_keys},
+        }
+        if self.judged_only:  # only when set, so that states saved before the option still load
+            settings["judged_only"] = True
+        return settings
 
     def _state_dict_per_rank(self) -> OrderedDict:
         # Copies, so that later updates never change a state the user saved.

@@ -7,9 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from ignite.metrics import MetricGroup
 
-from ..kernels import rank_batch
-from .base import RankingMetric, unpack_output
-from .per_query import PerQuery, check_query_ids, split_query_ids
+from .base import RankingMetric, rank_for, unpack_output
+from .per_query import PerQuery, check_query_ids, split_extras
 
 __all__ = ["RankingMetrics"]
 
@@ -72,7 +71,6 @@ class RankingMetrics(MetricGroup):
                 "members of one RankingMetrics must share relevance_threshold and ties, got "
                 f"{sorted(shared)}; use separate groups for different settings."
             )
-        self._threshold, self._ties = shared.pop()
         if not isinstance(per_query, bool):
             raise TypeError(f"per_query must be a bool, got {type(per_query).__name__}.")
         if per_query:
@@ -87,20 +85,11 @@ class RankingMetrics(MetricGroup):
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
     def update(self, output: Sequence[torch.Tensor]) -> None:
-        output, query_ids = split_query_ids(output)
+        output, query_ids, judged = split_extras(output)
         y_pred, y = unpack_output(output)
         ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
         members = list(self.metrics.values())
-        ranked = rank_batch(
-            y_pred,
-            y,
-            max(m.depth for m in members),
-            relevance_threshold=self._threshold,
-            ties=self._ties,
-            ideal=any(m.needs_ideal for m in members),
-            cover_relevant=any(m.covers_relevant for m in members),
-            count=any(m.needs_counts for m in members),
-        )
+        ranked = rank_for(members, y_pred, y, judged)
         for metric in members:
             metric.accumulate(ranked, query_ids=ids)
 

@@ -42,6 +42,12 @@ class MRR(RankingMetric):
         per_query: also keep each query's values (memory O(queries)), for
             :meth:`per_query_values` and :func:`ignite_ranking.compare.compare`; an update may then
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
+        judged_only: score each query's ranking with its unjudged items removed (Sakai's
+            condensed list; trec_eval ``-J``, ir_measures ``judged_only=True``). Unjudged items
+            are those an update's ``(y_pred, y, {"judged": mask})`` marks False (dense inputs
+            are fully judged otherwise). It ranks whole rows, O(n log n) per row instead of
+            top-k. Also offered by :class:`~ignite_ranking.Precision`, :class:`~ignite_ranking.MAP`,
+            :class:`~ignite_ranking.NDCG` and :class:`~ignite_ranking.Recall`.
 
     Example:
         >>> import torch
