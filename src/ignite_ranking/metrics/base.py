@@ -309,6 +309,7 @@ class RankingMetric(Metric):
             for key in own
             if key not in saved or saved[key] != own[key]
         ]
+        differ += [f"{key} (saved {saved[key]!r}, not set here)" for key in saved if key not in own]
         if differ:
             raise ValueError(
                 f"state_dict was saved by a metric with other settings than this {type(self).__name__}, "
