@@ -89,6 +89,7 @@ def _members(ties="first", **common):
         "rr_j": ir.MRR(KS, judged_only=True, ties=ties, **common),
         "ap_j": ir.MAP(KS, judged_only=True, ties=ties, **common),
         "ndcg_j": ir.NDCG(KS, judged_only=True, ties=ties, **common),
+        "auc": ir.AUC(ties=ties, **common),
     }
 
 
@@ -134,6 +135,7 @@ def test_a_group_of_every_measure_ranks_each_batch_once(monkeypatch):
         map=ir.MAP(KS),
         hit_rate=ir.HitRate(KS),
         r_precision=ir.RPrecision(),
+        gauc=ir.GAUC(),
     )
     group = RankingMetrics(members)
     batches = [_data(seed, batch=7, num_items=9) for seed in range(3)]
@@ -208,10 +210,14 @@ def test_without_a_mask_nothing_is_unjudged():
 # --------------------------------------------------------------------------- two processes
 
 
+def _group(ignore_zero_hits=True):
+    return RankingMetrics({**_members(ignore_zero_hits=ignore_zero_hits), "gauc": ir.GAUC()})
+
+
 def _run(batches_of_rank):
     results = {}
     for ignore in (True, False):
-        group = RankingMetrics(_members(ignore_zero_hits=ignore))
+        group = _group(ignore)
         for y_pred, y, judged in batches_of_rank:
             group.update((y_pred, y, {"judged": judged}))
         results[ignore] = group.compute()
@@ -228,10 +234,10 @@ def _worker(local_rank: int, out_dir: str) -> None:
 
     rank = idist.get_rank()
     results = _run(_plan(rank))
-    saved = RankingMetrics(_members())
+    saved = _group()
     for y_pred, y, judged in _plan(rank):
         saved.update((y_pred, y, {"judged": judged}))
-    restored = RankingMetrics(_members())
+    restored = _group()
     restored.load_state_dict(saved.state_dict())
     results["state"] = restored.compute()
     torch.save(results, f"{out_dir}/rank{rank}.pt")

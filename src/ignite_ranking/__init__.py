@@ -2,7 +2,9 @@
 
 from . import functional
 from .metrics import (
+    AUC,
     ERR,
+    GAUC,
     MAP,
     MRR,
     NDCG,
@@ -21,7 +23,9 @@ from .metrics import (
 )
 
 __all__ = [
+    "AUC",
     "ERR",
+    "GAUC",
     "MAP",
     "MRR",
     "NDCG",

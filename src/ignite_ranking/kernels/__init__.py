@@ -1,6 +1,6 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
-from . import judged, persistence, scoring
+from . import auc, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
@@ -10,6 +10,7 @@ __all__ = [
     "TIE_POLICIES",
     "ArgumentTypeError",
     "RankedBatch",
+    "auc",
     "check_flag",
     "check_gain_function",
     "check_inputs",

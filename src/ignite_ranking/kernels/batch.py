@@ -114,6 +114,9 @@ class RankedBatch:
             K), or None when not counted; bpref divides by it.
         retrieved: ``(batch,)`` the ranked positions that hold a real item (a padded row holds
             fewer than K), or None when all K do.
+        indices: ``(batch, K)`` int64 column of the item at each rank (catalog measures), or None.
+        scores: ``(batch, K)`` float64 score of the item at each rank (AUC), or None when not
+            gathered.
     """
 
     labels: torch.Tensor
@@ -125,6 +128,8 @@ class RankedBatch:
     judged: torch.Tensor | None = None
     num_nonrelevant: torch.Tensor | None = None
     retrieved: torch.Tensor | None = None
+    indices: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property

@@ -165,6 +165,7 @@ def rank_batch(
         labels=ranked_labels.to(torch.float64),
         relevant=relevant.to(torch.float64),
         num_relevant=num_relevant,
+        indices=indices,
     )
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])

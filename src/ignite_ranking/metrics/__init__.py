@@ -1,5 +1,6 @@
 """Ignite metrics, one module each, sharing :class:`~ignite_ranking.metrics.base.RankingMetric`."""
 
+from .auc import AUC, GAUC
 from .average_precision import MAP
 from .base import RankingMetric
 from .group import RankingMetrics
@@ -14,7 +15,9 @@ from .r_precision import RPrecision
 from .recall import Recall
 
 __all__ = [
+    "AUC",
     "ERR",
+    "GAUC",
     "MAP",
     "MRR",
     "NDCG",

@@ -64,7 +64,10 @@ def rank_for(
         count=any(m.needs_counts for m in metrics),
     )
     nonrelevant = any(m.needs_nonrelevant for m in metrics)
-    return mark_judgements(ranked, y, judged, first.relevance_threshold, count_nonrelevant=nonrelevant)
+    ranked = mark_judgements(ranked, y, judged, first.relevance_threshold, count_nonrelevant=nonrelevant)
+    if any(m.needs_scores for m in metrics):
+        ranked.scores = y_pred.gather(1, ranked.indices).to(torch.float64)
+    return ranked
 
 
 class RankingMetric(Metric):
@@ -89,6 +92,7 @@ class RankingMetric(Metric):
     covers_relevant = False
     whole_row = False
     needs_nonrelevant = False
+    needs_scores = False
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
@@ -137,6 +141,10 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
+    def counted(self, ranked: RankedBatch) -> torch.Tensor:
+        """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""
+        return ranked.num_relevant > 0
+
     def rank(self, y_pred: torch.Tensor, y: torch.Tensor, judged: torch.Tensor | None = None) -> RankedBatch:
         return rank_for([self], y_pred, y, judged)
 
@@ -168,7 +176,7 @@ class RankingMetric(Metric):
             self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
             # A mask, not indexing, so that no host synchronization is needed.
-            counted = ranked.num_relevant > 0
+            counted = self.counted(ranked)
             values = torch.where(counted[:, None], values, torch.zeros_like(values))
             self._num_examples += counted.sum().to(self._device)
         else:
@@ -184,7 +192,7 @@ class RankingMetric(Metric):
         batch = values.shape[0]
         keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
         if self.ignore_zero_hits:
-            counted = (ranked.num_relevant > 0).cpu()
+            counted = self.counted(ranked).cpu()
             values, keys = values[counted.to(values.device)], keys[counted]
         self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
         self._query_keys.append(keys)
