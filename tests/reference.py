@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import functools
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -72,21 +73,31 @@ def _discount(rank: int) -> decimal.Decimal:
     return _EXACT.divide(_EXACT.ln(2), _EXACT.ln(rank + 1))
 
 
-def _ndcg(ranked: Sequence[float], rel: Sequence[bool], k: int, gain_function: str) -> float:
-    """DCG@k / IDCG@k, the ideal order being the row's gains sorted in descending order.
+def _ndcg(
+    ranked: Sequence[float],
+    rel: Sequence[bool],
+    k: int,
+    gain_function: str,
+    judged: Sequence[float],
+    judged_rel: Sequence[bool],
+) -> float:
+    """DCG@k / IDCG@k, the ideal order being the judged items' gains in descending order.
 
     Gains are Decimals (no overflow). Infinite labels are their limit: when relevant labels of
     +inf are present, they gain 1 each and every other item 0 (the other gains vanish next to
     theirs).
     """
-    if any(r and label == math.inf for label, r in zip(ranked, rel, strict=True)):
-        gains = [decimal.Decimal(int(r and label == math.inf)) for label, r in zip(ranked, rel, strict=True)]
-    else:
-        gains = [_gain(label, r, gain_function) for label, r in zip(ranked, rel, strict=True)]
-    ideal = sorted(gains, reverse=True)
+    infinite = any(r and label == math.inf for label, r in zip(judged, judged_rel, strict=True))
+
+    def gain(label: float, r: bool) -> decimal.Decimal:
+        return decimal.Decimal(int(r and label == math.inf)) if infinite else _gain(label, r, gain_function)
+
+    gains = [gain(label, r) for label, r in zip(ranked, rel, strict=True)]
+    ideal = sorted((gain(label, r) for label, r in zip(judged, judged_rel, strict=True)), reverse=True)
     dcg = idcg = decimal.Decimal(0)
     for i in range(min(k, len(gains))):
         dcg = _EXACT.fma(gains[i], _discount(i + 1), dcg)
+    for i in range(min(k, len(ideal))):
         idcg = _EXACT.fma(ideal[i], _discount(i + 1), idcg)
     return float(_EXACT.divide(dcg, idcg)) if idcg > 0 else 0.0
 
@@ -111,10 +122,16 @@ def ranked_values(
     top_k: Iterable[int] | None,
     relevance_threshold: float = 1.0,
     gain_function: str = "exp_rank",
+    judged: Sequence[float] | None = None,
 ) -> list[float]:
-    """The values of one query given all its labels in ranked order."""
+    """The values of one query given its listed labels in ranked order.
+
+    ``judged`` holds the labels of all the query's judged items (R and the ideal order come from
+    them); by default the ranked labels are all of them, as in a dense row.
+    """
+    labels = ranked if judged is None else judged
     rel = [label >= relevance_threshold for label in ranked]
-    num_rel = sum(rel)
+    num_rel = sum(label >= relevance_threshold for label in labels)
     n = len(ranked)
 
     if metric == "r_precision":
@@ -144,7 +161,8 @@ def ranked_values(
                     total += hits / (i + 1)
             value = total / num_rel if num_rel else 0.0
         elif metric == "ndcg":
-            value = _ndcg(ranked, rel, k, gain_function)
+            judged_rel = [label >= relevance_threshold for label in labels]
+            value = _ndcg(ranked, rel, k, gain_function, labels, judged_rel)
         else:
             raise ValueError(metric)
         out.append(value)
@@ -153,6 +171,61 @@ def ranked_values(
 
 def num_relevant(labels: Sequence[float], relevance_threshold: float = 1.0) -> int:
     return sum(label >= relevance_threshold for label in labels)
+
+
+def list_orders(scores: Sequence[float] | None, index: Sequence[int], labels: Sequence[float], ties: str):
+    """Every order of a query's listed items (positions into the lists) that ``ties`` asks for:
+    one order, or for ``"average"`` every order of every tied block (a generator).
+
+    ``scores`` None means the lists are in rank order. Otherwise items are sorted by descending
+    score, equal scores by ``index`` ascending (``"first"``, ``"average"``) or descending
+    (``"last"``), or by label descending / ascending and then index (the bounds).
+    """
+    n = len(index)
+    if scores is None:
+        yield list(range(n))
+        return
+    if ties == "first" or ties == "average":
+        key = lambda i: (-scores[i], index[i])  # noqa: E731
+    elif ties == "last":
+        key = lambda i: (-scores[i], -index[i])  # noqa: E731
+    elif ties == "optimistic":
+        key = lambda i: (-scores[i], -labels[i], index[i])  # noqa: E731
+    elif ties == "pessimistic":
+        key = lambda i: (-scores[i], labels[i], index[i])  # noqa: E731
+    else:
+        raise ValueError(ties)
+    order = sorted(range(n), key=key)
+    if ties != "average":
+        yield order
+        return
+    blocks = [[i for i in order if scores[i] == v] for v in sorted(set(scores), reverse=True)]
+    for combo in itertools.product(*(itertools.permutations(b) for b in blocks)):
+        yield [i for block in combo for i in block]
+
+
+def list_values(
+    scores: Sequence[float] | None,
+    index: Sequence[int],
+    labels: Sequence[float],
+    judged: Sequence[float],
+    metric: str,
+    top_k: Iterable[int] | None,
+    relevance_threshold: float = 1.0,
+    ties: str = "first",
+    gain_function: str = "exp_rank",
+) -> list[float]:
+    """Values of one query given as a list of items (score, tie index, label) and the labels of
+    all its judged items; for ``"average"`` the mean over every order of every tied block."""
+    total = None
+    count = 0
+    for order in list_orders(scores, index, labels, ties):
+        values = ranked_values(
+            [labels[i] for i in order], metric, top_k, relevance_threshold, gain_function, judged
+        )
+        total = values if total is None else [a + b for a, b in zip(total, values, strict=True)]
+        count += 1
+    return [v / count for v in total]
 
 
 # --------------------------------------------------------------------------- batches

@@ -63,3 +63,10 @@ def test_bench_compare_quick(capsys):
     out = capsys.readouterr().out
     assert "| ignite-ranking |" in out and "| ranx |" in out
     assert "largest gap in means and t-test p-values" in out
+
+
+def test_bench_forms_quick(capsys):
+    assert load("bench_forms").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| flat | 500 queries x 20 candidates | torchmetrics |" in out
+    assert "| retrieved | 500 queries x 20 candidates | ranx (dicts + build + evaluate) |" in out

@@ -150,12 +150,6 @@ def test_unreadable_tensors_are_refused_naming_the_argument(name, make, error, p
             functional_values(name, *make(), top_k=KS)
 
 
-def test_sparse_labels_are_refused_until_a_sparse_form_is_supported():
-    # Ranked labels are read densely; a sparse ``y`` is refused with a readable error.
-    with pytest.raises(TypeError, match="y must be a dense"):
-        MRR(KS).update((GOOD[0], GOOD[1].to_sparse()))
-
-
 # --------------------------------------------------------------------------- Ignite's exception types
 
 

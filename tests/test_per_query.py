@@ -133,3 +133,39 @@ def test_group_under_an_engine_feeds_compare():
     )
     with pytest.raises(ValueError, match="share ignore_zero_hits"):
         RankingMetrics(a=MRR([1]), b=MRR([1], ignore_zero_hits=False), per_query=True)
+
+
+@pytest.mark.parametrize("as_group", [False, True])
+def test_flat_form_keys_are_its_query_ids_also_across_updates(as_group):
+    # The flat form names its queries itself: the keys are its indexes, and a query cut across
+    # updates (held back, then closed by compute) keeps its id.
+    from ignite_ranking.functional import per_query as functional_per_query
+
+    gen = torch.Generator().manual_seed(5)
+    sizes = [3, 1, 4, 2, 5, 3]
+    ids = torch.tensor([40, 7, 12, 3, 99, 5]).repeat_interleave(torch.tensor(sizes))
+    preds = torch.randint(0, 3, (ids.numel(),), generator=gen).float()
+    target = torch.randint(0, 2, (ids.numel(),), generator=gen)
+    metric = MRR([1, 3], per_query=True, ignore_zero_hits=False)
+    tracked = RankingMetrics(mrr=metric, per_query=True) if as_group else metric
+    for start, stop in [(0, 5), (5, 11), (11, ids.numel())]:  # cuts inside queries 7 and 99
+        tracked.update((preds[start:stop], target[start:stop], ids[start:stop]))
+    tracked.compute()
+    result = tracked.per_query_values()
+    expected, expected_ids = functional_per_query((preds, target, ids), "mrr", top_k=[1, 3])
+    order = torch.argsort(expected_ids)
+    assert result.keys.tolist() == expected_ids[order].tolist()
+    name = "mrr@3"
+    assert torch.allclose(result.values[name], expected[order, 1].to(torch.float64), atol=1e-12)
+
+
+def test_retrieved_form_takes_query_ids():
+    from ignite_ranking import Retrieved
+
+    metric = MRR([2], per_query=True)
+    ids = torch.tensor([[4, 2, -1], [1, 0, 3]])
+    relevant = torch.tensor([[2, -1], [3, 0]])
+    metric.update(Retrieved(ids, relevant))
+    assert metric.per_query_values().values["mrr@2"].tolist() == [0.5, 0.5]
+    with pytest.raises(ValueError, match="query_ids"):
+        MRR([2], per_query=True).update((torch.rand(2, 3), torch.ones(2, 3), {"query_ids": [1]}))

@@ -17,7 +17,7 @@ import torch
 from reference import rank_order, tied_batch
 
 import ignite_ranking as ir
-import ignite_ranking.metrics.base as base
+import ignite_ranking.kernels.forms as forms
 from ignite_ranking import RankingMetrics
 
 KS = [1, 3, 10]
@@ -119,13 +119,13 @@ def test_every_measure_equals_the_reference(ties, masked):
 
 def test_a_group_of_every_measure_ranks_each_batch_once(monkeypatch):
     calls = []
-    original = base.rank_batch
+    original = forms.rank_batch
 
     def counting(*args, **kwargs):
         calls.append(kwargs)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(base, "rank_batch", counting)
+    monkeypatch.setattr(forms, "rank_batch", counting)
     members = _members()
     members.update(
         mrr=ir.MRR(KS),

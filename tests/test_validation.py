@@ -45,7 +45,8 @@ nan_label = y_ok.to(torch.float32)
 nan_label[1, 0] = math.nan
 
 BAD_OUTPUTS = [
-    ("triple", (y_pred_ok, y_ok, y_ok), ValueError, "output"),
+    ("triple", (y_pred_ok, y_ok, y_ok), ValueError, "1-D of one length"),
+    ("quadruple", (y_pred_ok, y_ok, y_ok, y_ok), ValueError, "output"),
     ("single", (y_pred_ok,), ValueError, "output"),
     ("tensor", y_pred_ok, ValueError, "output"),
     ("string", "ab", ValueError, "output"),
@@ -80,7 +81,7 @@ def test_refused_update_leaves_state_unchanged(name, output, error, pattern):
     _assert_same_state(before, _state(metric))
 
 
-@pytest.mark.parametrize(("output", "error", "pattern"), [case[1:] for case in BAD_OUTPUTS[4:]])
+@pytest.mark.parametrize(("output", "error", "pattern"), [case[1:] for case in BAD_OUTPUTS[5:]])
 @pytest.mark.parametrize("name", METRIC_NAMES)
 def test_functional_refuses_the_same_input(name, output, error, pattern):
     with pytest.raises(error, match=pattern):

@@ -1,6 +1,7 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
 from . import functional
+from .kernels.forms import Retrieved
 from .metrics import (
     AUC,
     ERR,
@@ -41,6 +42,7 @@ __all__ = [
     "RankingMetric",
     "RankingMetrics",
     "Recall",
+    "Retrieved",
     "functional",
 ]
 __version__ = "0.1.0"

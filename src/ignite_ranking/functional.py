@@ -1,8 +1,11 @@
-"""Per-query ranking metrics as plain functions of ``(y_pred, y)``.
+"""Per-query ranking metrics as plain functions.
 
 Each function checks its inputs, ranks the batch once with the contract's tie rule and returns
 float64 values, one row per query and one column per cutoff in ascending order; a query without
-relevant items scores 0. The metric classes use the same kernel.
+relevant items scores 0. The metric classes use the same kernel. The seven named functions take
+``(y_pred, y)`` with ``y`` dense or sparse; :func:`per_query` takes every input form
+(:doc:`/inputs`), the flat form and :class:`~ignite_ranking.Retrieved` included, and returns the
+query id of each row.
 
 Example:
     >>> import torch
@@ -16,30 +19,49 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import torch
 
-from .kernels import (
-    RankedBatch,
-    check_gain_function,
-    check_inputs,
-    check_threshold,
-    check_ties,
-    normalize_top_k,
-    rank_batch,
-    scoring,
-)
+from .kernels import RankedBatch, check_gain_function, check_threshold, check_ties, normalize_top_k, scoring
+from .kernels.forms import Normalized, Ranking, Retrieved, check_ignore_index, normalize
 
 __all__ = [
+    "METRICS",
+    "QueryValues",
     "average_precision",
     "hit_rate",
     "ndcg",
+    "per_query",
     "precision",
     "r_precision",
     "recall",
     "reciprocal_rank",
 ]
+
+
+def _rank(
+    output: object,
+    depth: int,
+    relevance_threshold: float,
+    ties: str,
+    ideal: bool = False,
+    count: bool = False,
+    cover_relevant: bool = False,
+    ignore_index: int | None = None,
+) -> Normalized:
+    """Checks the arguments and ranks every query of ``output`` (none held back)."""
+    ranking = Ranking(
+        depth,
+        relevance_threshold=check_threshold(relevance_threshold),
+        ties=check_ties(ties),
+        ideal=ideal,
+        cover_relevant=cover_relevant,
+        count=count,
+        ignore_index=check_ignore_index(ignore_index),
+    )
+    return normalize(output, ranking)
 
 
 def _per_query(
@@ -53,18 +75,7 @@ def _per_query(
     count: bool = False,
 ) -> torch.Tensor:
     cutoffs = normalize_top_k(top_k)
-    threshold = check_threshold(relevance_threshold)
-    check_ties(ties)
-    check_inputs(y_pred, y)
-    ranked = rank_batch(
-        y_pred.detach(),
-        y.detach(),
-        cutoffs[-1],
-        relevance_threshold=threshold,
-        ties=ties,
-        ideal=ideal,
-        count=count,
-    )
+    ranked = _rank((y_pred, y), cutoffs[-1], relevance_threshold, ties, ideal, count).ranked
     return score(ranked, cutoffs)
 
 
@@ -162,10 +173,75 @@ def r_precision(
     ties: str = "first",
 ) -> torch.Tensor:
     """R-Precision: relevant items in the top R divided by R, R the query's relevant count; ``(batch,)``."""
-    threshold = check_threshold(relevance_threshold)
-    check_ties(ties)
-    check_inputs(y_pred, y)
-    ranked = rank_batch(
-        y_pred.detach(), y.detach(), 1, relevance_threshold=threshold, ties=ties, cover_relevant=True
-    )
+    ranked = _rank((y_pred, y), 1, relevance_threshold, ties, count=True, cover_relevant=True).ranked
     return scoring.r_precision(ranked)[:, 0]
+
+
+class QueryValues(NamedTuple):
+    """Per-query values of :func:`per_query`: ``values``, ``(queries, len(top_k))`` float64
+    (``(queries, 1)`` for ``"r_precision"``), and ``query_ids``, ``(queries,)`` int64, each row's
+    query id for the flat form (in order of appearance) and its row index for the other forms."""
+
+    values: torch.Tensor
+    query_ids: torch.Tensor
+
+
+# name -> (scorer, what the ranking must gather: ideal, count, cover_relevant)
+_SCORERS = {
+    "mrr": (scoring.reciprocal_rank, False, False, False),
+    "hit_rate": (scoring.hit_rate, False, False, False),
+    "precision": (scoring.precision, False, False, False),
+    "recall": (scoring.recall, False, True, False),
+    "map": (scoring.average_precision, False, True, False),
+    "ndcg": (scoring.ndcg, True, False, False),
+    "r_precision": (lambda ranked, cutoffs: scoring.r_precision(ranked), False, True, True),
+}
+METRICS = tuple(_SCORERS)
+
+
+def per_query(
+    output: Sequence[torch.Tensor] | Retrieved,
+    metric: str,
+    top_k: int | list[int] | None = None,
+    relevance_threshold: float = 1.0,
+    *,
+    gain_function: str = "exp_rank",
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> QueryValues:
+    """Per-query values of one metric for an output in any input form.
+
+    Args:
+        output: ``(y_pred, y)`` (``y`` dense or sparse), ``(preds, target, indexes)`` (flat:
+            every query complete, rows of one query contiguous) or a
+            :class:`~ignite_ranking.Retrieved`.
+        metric: one of ``"mrr"``, ``"hit_rate"``, ``"precision"``, ``"recall"``, ``"map"``,
+            ``"ndcg"``, ``"r_precision"``.
+        top_k: the cutoffs; None (and only None) for ``"r_precision"``.
+        relevance_threshold, gain_function, ties: as in the metric classes.
+        ignore_index: flat rows (dense items) whose label equals it are left out.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking.functional import per_query
+        >>> preds = torch.tensor([0.9, 0.2, 0.5, 0.1, 0.8])
+        >>> target = torch.tensor([0, 1, 0, 1, 0])
+        >>> indexes = torch.tensor([7, 7, 7, 3, 3])
+        >>> values, query_ids = per_query((preds, target, indexes), "mrr", top_k=[1, 3])
+        >>> query_ids.tolist(), values.tolist()
+        ([7, 3], [[0.0, 0.3333333333333333], [0.0, 0.5]])
+    """
+    if metric not in _SCORERS:
+        raise ValueError(f"metric must be one of {', '.join(map(repr, METRICS))}, got {metric!r}.")
+    score, ideal, count, cover = _SCORERS[metric]
+    if metric == "r_precision":
+        if top_k is not None:
+            raise ValueError(f"r_precision takes no top_k, got {top_k!r}.")
+        cutoffs = [1]
+    else:
+        cutoffs = normalize_top_k(top_k)
+    if metric == "ndcg":
+        check_gain_function(gain_function)
+        score = lambda ranked, cutoffs: scoring.ndcg(ranked, cutoffs, gain_function)  # noqa: E731
+    normalized = _rank(output, cutoffs[-1], relevance_threshold, ties, ideal, count, cover, ignore_index)
+    return QueryValues(score(normalized.ranked, cutoffs), normalized.query_ids)

@@ -2,6 +2,7 @@
 
 from . import auc, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
+from .forms import Ranking, Retrieved, normalize
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
 
@@ -10,6 +11,8 @@ __all__ = [
     "TIE_POLICIES",
     "ArgumentTypeError",
     "RankedBatch",
+    "Ranking",
+    "Retrieved",
     "auc",
     "check_flag",
     "check_gain_function",
@@ -17,6 +20,7 @@ __all__ = [
     "check_threshold",
     "check_ties",
     "judged",
+    "normalize",
     "normalize_top_k",
     "persistence",
     "rank_batch",

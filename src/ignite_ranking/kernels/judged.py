@@ -73,12 +73,14 @@ def mark_judgements(
     judged: torch.Tensor | None,
     relevance_threshold: float,
     count_nonrelevant: bool = False,
+    ignore_index: int | None = None,
 ) -> RankedBatch:
     """``ranked`` (of :func:`mask_unjudged`'s labels) with its judged flags (and N), in place.
 
     ``judged`` flags the ranks whose label is not ``-inf``; without a mask every item is judged
     and ``judged`` stays None. ``count_nonrelevant`` also counts N, each row's judged items
-    below ``relevance_threshold`` (bpref's divisor; one pass over the labels).
+    below ``relevance_threshold`` (bpref's divisor; one pass over the labels), leaving out
+    items labelled ``ignore_index``.
     """
     if judged is not None:
         ranked.judged = (ranked.labels > -torch.inf).to(torch.float64)
@@ -86,6 +88,8 @@ def mark_judgements(
         below = y < relevance_threshold
         if judged is not None:
             below &= judged.to(y.device)
+        if ignore_index is not None:
+            below &= y != ignore_index
         ranked.num_nonrelevant = below.sum(dim=1).to(torch.float64)
     return ranked
 

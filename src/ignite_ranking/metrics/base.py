@@ -12,20 +12,22 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import (
-    ArgumentTypeError,
-    RankedBatch,
-    check_flag,
-    check_inputs,
-    check_threshold,
-    check_ties,
-    normalize_top_k,
-    rank_batch,
+from ..kernels import RankedBatch, check_flag, check_inputs, check_threshold, check_ties, normalize_top_k
+from ..kernels.forms import (
+    FlatRows,
+    Normalized,
+    Ranking,
+    Retrieved,
+    check_ignore_index,
+    flush,
+    held_from_state,
+    held_to_state,
+    normalize,
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
-from .per_query import PerQuery, check_query_ids, gather_per_query, split_extras
+from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
-__all__ = ["RankingMetric", "rank_for", "unpack_output"]
+__all__ = ["RankingMetric", "normalize_judged"]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
 
@@ -33,41 +35,51 @@ _WHOLE_ROW = sys.maxsize // 2
 _SETTINGS = "_settings"
 
 
-def unpack_output(output: object) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(y_pred, y)`` from an update's output, refusing anything but a pair of tensors."""
-    if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
-        # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
-        raise ArgumentTypeError(f"output must be a pair (y_pred, y), got {type(output)}.")
-    if len(output) != 2:
-        raise ValueError(f"output must be a pair (y_pred, y), got a sequence of length {len(output)}.")
-    y_pred, y = output
-    check_inputs(y_pred, y)
-    return y_pred.detach(), y.detach()
+def normalize_judged(
+    output: object,
+    ranking: Ranking,
+    judged: object,
+    metrics: Sequence[RankingMetric],
+    *,
+    held: FlatRows | None,
+) -> Normalized:
+    """:func:`~ignite_ranking.kernels.forms.normalize` plus what the unjudged-aware metrics read.
 
-
-def rank_for(
-    metrics: Sequence[RankingMetric], y_pred: torch.Tensor, y: torch.Tensor, judged: torch.Tensor | None
-) -> RankedBatch:
-    """Ranks a checked batch once for all ``metrics`` (which share threshold and ties).
-
-    ``judged`` (bool, the shape of ``y``) marks the judged items; without it every item is.
+    ``judged`` is the dense form's optional mask (bool, the shape of ``y``, True = judged);
+    the other forms tell unjudged items by their absence from the labels. The batch is ranked
+    once for all ``metrics``; their judged flags, N and ranked scores are read off that ranking.
     """
-    first = metrics[0]
-    ranked = rank_batch(
-        y_pred,
-        mask_unjudged(y, judged),
-        max(m.depth for m in metrics),
-        relevance_threshold=first.relevance_threshold,
-        ties=first.ties,
-        ideal=any(m.needs_ideal for m in metrics),
-        cover_relevant=any(m.covers_relevant for m in metrics),
-        count=any(m.needs_counts for m in metrics),
+    dense = (
+        isinstance(output, Sequence)
+        and not isinstance(output, (str, bytes))
+        and len(output) == 2
+        and isinstance(output[1], torch.Tensor)
+        and output[1].layout == torch.strided
     )
-    nonrelevant = any(m.needs_nonrelevant for m in metrics)
-    ranked = mark_judgements(ranked, y, judged, first.relevance_threshold, count_nonrelevant=nonrelevant)
+    if judged is not None and not dense:
+        raise ValueError(
+            "judged masks go with the dense (y_pred, y) form; in the sparse-label and Retrieved forms "
+            "an item absent from the labels is unjudged, and flat rows are all judged."
+        )
+    y = None
+    if dense:
+        y_pred, y = output
+        check_inputs(y_pred, y)
+        output = (y_pred, mask_unjudged(y.detach(), judged))
+    normalized = normalize(output, ranking, held=held, hold_last=True)
+    ranked = normalized.ranked
+    threshold = ranking.relevance_threshold
+    if y is not None:
+        nonrelevant = any(m.needs_nonrelevant for m in metrics)
+        mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
     if any(m.needs_scores for m in metrics):
-        ranked.scores = y_pred.gather(1, ranked.indices).to(torch.float64)
-    return ranked
+        if ranked.indices is None or y is None:
+            raise ValueError(
+                "AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form (without "
+                "ignore_index matches)."
+            )
+        ranked.scores = output[0].detach().gather(1, ranked.indices).to(torch.float64)
+    return normalized
 
 
 class RankingMetric(Metric):
@@ -76,9 +88,10 @@ class RankingMetric(Metric):
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
     and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
     ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
-    ``judged_only=True`` (offered by P, MRR, MAP and NDCG) scores the condensed ranking without
-    the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
-    all-reduced once in :meth:`compute`.
+    ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
+    without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
+    all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
+    held back until the next update or :meth:`compute` (see :doc:`/inputs`).
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
@@ -96,7 +109,7 @@ class RankingMetric(Metric):
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
-    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties")
+    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
 
     def __init__(
         self,
@@ -109,12 +122,14 @@ class RankingMetric(Metric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
         judged_only: bool = False,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
         self.judged_only = check_flag("judged_only", judged_only)
         if self.judged_only and ties == "average":
             raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
+        self.ignore_index = check_ignore_index(ignore_index)
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
@@ -145,13 +160,24 @@ class RankingMetric(Metric):
         """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""
         return ranked.num_relevant > 0
 
-    def rank(self, y_pred: torch.Tensor, y: torch.Tensor, judged: torch.Tensor | None = None) -> RankedBatch:
-        return rank_for([self], y_pred, y, judged)
+    @property
+    def ranking(self) -> Ranking:
+        """What this metric needs of a ranked batch."""
+        return Ranking(
+            self.depth,
+            relevance_threshold=self.relevance_threshold,
+            ties=self.ties,
+            ideal=self.needs_ideal,
+            cover_relevant=self.covers_relevant,
+            count=self.needs_counts,
+            ignore_index=self.ignore_index,
+        )
 
     @reinit__is_reduced
     def reset(self) -> None:
         self._sum_per_k = torch.zeros(self.num_values, dtype=torch.float64, device=self._device)
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
+        self._held: FlatRows | None = None
         self._reset_per_query()
 
     def _reset_per_query(self) -> None:
@@ -162,11 +188,23 @@ class RankingMetric(Metric):
         self._gathered: PerQuery | None = None
 
     @reinit__is_reduced
-    def update(self, output: Sequence[torch.Tensor]) -> None:
+    def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
+        """Adds a batch in any input form: ``(y_pred, y)`` (``y`` dense or sparse),
+        ``(preds, target, indexes)`` or a :class:`~ignite_ranking.Retrieved`; with
+        ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too; a dense batch may carry
+        ``{"judged": mask}`` there (see :doc:`/metrics/judged`)."""
         output, query_ids, judged = split_extras(output)
-        y_pred, y = unpack_output(output)
-        ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
-        self.accumulate(self.rank(y_pred, y, judged), query_ids=ids)
+        normalized = normalize_judged(output, self.ranking, judged, [self], held=self._held)
+        ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
+        self.accumulate(normalized.ranked, query_ids=ids)
+        self._held = normalized.held
+
+    def close_held(self) -> None:
+        """Counts the flat form's held-back query as complete (``compute`` does this first)."""
+        if self._held is not None:
+            ids = self._held.indexes[:1].cpu() if self._per_query else None
+            self.accumulate(flush(self._held, self.ranking), query_ids=ids)
+            self._held = None
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
@@ -228,10 +266,14 @@ class RankingMetric(Metric):
             self._gathered = PerQuery(keys, {name: values[:, i] for i, name in enumerate(self.value_names)})
         return self._gathered
 
-    @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float] | float:
+        self.close_held()
         if self._per_query:
             self.per_query_values()
+        return self._mean()
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
         means = (self._sum_per_k / self._num_examples).tolist()
@@ -247,7 +289,7 @@ class RankingMetric(Metric):
             >>> from ignite_ranking import NDCG
             >>> NDCG(top_k=[10, 5], gain_function="linear_rank").settings()  # doctest: +NORMALIZE_WHITESPACE
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
-             'ties': 'first', 'gain_function': 'linear_rank'}
+             'ties': 'first', 'ignore_index': None, 'gain_function': 'linear_rank'}
         """
         settings = {
             "metric": self.name,
@@ -270,6 +312,7 @@ class RankingMetric(Metric):
             )
             state["_queries_arrived"] = self._queries_arrived
             state["_user_keys"] = self._user_keys
+        state.update(held_to_state(self._held))
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
@@ -307,6 +350,7 @@ class RankingMetric(Metric):
             self._query_keys = [keys.to(torch.int64).clone()]
             self._queries_arrived = int(state_dict["_queries_arrived"])
             self._user_keys = state_dict["_user_keys"]
+        self._held = held_from_state(state_dict)
 
     def _check_settings(self, saved: object) -> None:
         own = self.settings()

@@ -7,8 +7,18 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from ignite.metrics import MetricGroup
 
-from .base import RankingMetric, rank_for, unpack_output
-from .per_query import PerQuery, check_query_ids, split_extras
+from ..kernels import check_flag
+from ..kernels.forms import (
+    FlatRows,
+    Ranking,
+    Retrieved,
+    check_ignore_index,
+    flush,
+    held_from_state,
+    held_to_state,
+)
+from .base import RankingMetric, normalize_judged
+from .per_query import PerQuery, query_keys, split_extras
 
 __all__ = ["RankingMetrics"]
 
@@ -21,11 +31,15 @@ class RankingMetrics(MetricGroup):
     :class:`~ignite_ranking.RPrecision`), ready for Ignite's loggers, and the whole dict under the
     name it was attached with. Results equal those of the members used alone; the group's
     ``output_transform`` is the one applied (the members' own are not). All members must share
-    ``relevance_threshold`` and ``ties``, since they share one ranking.
+    ``relevance_threshold``, ``ties`` and ``ignore_index``, since they share one ranking. It takes
+    every input form (:doc:`/inputs`); for the flat form the group, not its members, holds back
+    the last query of each update.
 
     Args:
         metrics: a mapping of names to metrics; members may also be given as keyword arguments.
         output_transform: turns the engine's output into ``(y_pred, y)``.
+        ignore_index: items (flat rows) whose label equals it are left out; members must have
+            it or None. By default, the members' shared ``ignore_index``.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
         per_query: keep every member's per-query values (memory O(queries)) for
             :meth:`per_query_values`; members must then share ``ignore_zero_hits``. An update may
@@ -47,6 +61,7 @@ class RankingMetrics(MetricGroup):
         output_transform: Callable = lambda x: x,
         skip_unrolling: bool = False,
         per_query: bool = False,
+        ignore_index: int | None = None,
         **members: RankingMetric,
     ):
         merged = dict(metrics or {})
@@ -71,8 +86,33 @@ class RankingMetrics(MetricGroup):
                 "members of one RankingMetrics must share relevance_threshold and ties, got "
                 f"{sorted(shared)}; use separate groups for different settings."
             )
-        if not isinstance(per_query, bool):
-            raise TypeError(f"per_query must be a bool, got {type(per_query).__name__}.")
+        threshold, ties = shared.pop()
+        ignore_index = check_ignore_index(ignore_index)
+        indices = {m.ignore_index for m in merged.values()}
+        if ignore_index is None and len(indices) > 1:
+            raise ValueError(
+                f"members of one RankingMetrics must share ignore_index, got {indices}; or give the "
+                "group's ignore_index."
+            )
+        if ignore_index is None:
+            ignore_index = indices.pop()
+        elif indices - {None, ignore_index}:
+            raise ValueError(
+                f"members of one RankingMetrics must have the group's ignore_index ({ignore_index}) "
+                f"or None, got {sorted(indices - {None})}."
+            )
+        members_list = list(merged.values())
+        self._ranking = Ranking(
+            max(m.depth for m in members_list),
+            relevance_threshold=threshold,
+            ties=ties,
+            ideal=any(m.needs_ideal for m in members_list),
+            cover_relevant=any(m.covers_relevant for m in members_list),
+            count=any(m.needs_counts for m in members_list),
+            ignore_index=ignore_index,
+        )
+        self._held: FlatRows | None = None
+        per_query = check_flag("per_query", per_query)
         if per_query:
             if len({m.ignore_zero_hits for m in merged.values()}) > 1:
                 raise ValueError(
@@ -84,14 +124,18 @@ class RankingMetrics(MetricGroup):
         self._per_query = per_query
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
-    def update(self, output: Sequence[torch.Tensor]) -> None:
+    def reset(self) -> None:
+        self._held = None
+        super().reset()
+
+    def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
         output, query_ids, judged = split_extras(output)
-        y_pred, y = unpack_output(output)
-        ids = check_query_ids(query_ids, y_pred.shape[0], self._per_query)
         members = list(self.metrics.values())
-        ranked = rank_for(members, y_pred, y, judged)
+        normalized = normalize_judged(output, self._ranking, judged, members, held=self._held)
+        ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         for metric in members:
-            metric.accumulate(ranked, query_ids=ids)
+            metric.accumulate(normalized.ranked, query_ids=ids)
+        self._held = normalized.held
 
     def per_query_values(self) -> PerQuery:
         """Every member's per-query values under the names of :meth:`compute`, one key column.
@@ -120,6 +164,12 @@ class RankingMetrics(MetricGroup):
         return PerQuery(keys, values)
 
     def compute(self) -> dict[str, float]:
+        if self._held is not None:
+            ranked = flush(self._held, self._ranking)
+            ids = self._held.indexes[:1].cpu() if self._per_query else None
+            for metric in self.metrics.values():
+                metric.accumulate(ranked, query_ids=ids)
+            self._held = None
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             value = metric.compute()
@@ -128,3 +178,12 @@ class RankingMetrics(MetricGroup):
             else:
                 results.update({f"{name}@{k}": v for k, v in zip(metric.top_k, value, strict=True)})
         return results
+
+    def _state_dict_per_rank(self):
+        state = super()._state_dict_per_rank()
+        state.update(held_to_state(self._held))
+        return state
+
+    def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
+        super()._load_state_dict_per_rank(state_dict)
+        self._held = held_from_state(state_dict)

@@ -44,6 +44,7 @@ class HitRate(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         super().__init__(
             top_k,
@@ -54,6 +55,7 @@ class HitRate(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

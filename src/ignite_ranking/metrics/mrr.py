@@ -24,7 +24,9 @@ class MRR(RankingMetric):
     allowed and rank first/last; NaN is refused.
 
     - ``update`` takes ``(y_pred, y)``, both of shape ``(batch, num_items)``: floating scores (higher
-      is better) and binary or graded labels of any real dtype.
+      is better) and binary or graded labels of any real dtype (``y`` may be sparse); or the
+      flat form ``(preds, target, indexes)``; or an :class:`~ignite_ranking.Retrieved` (see
+      :doc:`/inputs`).
     - ``compute`` returns a list of floats, one per cutoff in ascending order of ``top_k``.
 
     Args:
@@ -42,11 +44,13 @@ class MRR(RankingMetric):
         per_query: also keep each query's values (memory O(queries)), for
             :meth:`per_query_values` and :func:`ignite_ranking.compare.compare`; an update may then
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
+        ignore_index: items (flat rows) whose label equals it are left out, as in torchmetrics.
         judged_only: score each query's ranking with its unjudged items removed (Sakai's
             condensed list; trec_eval ``-J``, ir_measures ``judged_only=True``). Unjudged items
-            are those an update's ``(y_pred, y, {"judged": mask})`` marks False (dense inputs
-            are fully judged otherwise). It ranks whole rows, O(n log n) per row instead of
-            top-k. Also offered by :class:`~ignite_ranking.Precision`, :class:`~ignite_ranking.MAP`,
+            are those absent from sparse labels or a Retrieved's ``relevant``, or those an
+            update's ``(y_pred, y, {"judged": mask})`` marks False (dense inputs are fully
+            judged otherwise). It ranks whole rows, O(n log n) per row instead of top-k. Also
+            offered by :class:`~ignite_ranking.Precision`, :class:`~ignite_ranking.MAP`,
             :class:`~ignite_ranking.NDCG` and :class:`~ignite_ranking.Recall`.
 
     Example:

@@ -21,8 +21,8 @@ class NDCG(RankingMetric):
     2005) or ``label`` (``"linear_rank"``, Järvelin and Kekäläinen 2002) for a relevant item, 0
     otherwise. IDCG@k is the DCG@k of the row's own labels in descending order. Gains are computed
     in float64, so large grades in float16 inputs do not overflow. A query whose IDCG is 0 scores
-    0. Arguments and defaults follow :class:`ignite.metrics.NDCG`, plus ``ties``, ``per_query``
-    and ``judged_only`` as in :class:`~ignite_ranking.MRR`.
+    0. Arguments and defaults follow :class:`ignite.metrics.NDCG`, plus ``ties`` as in
+    :class:`~ignite_ranking.MRR`.
 
     Example:
         >>> import torch
@@ -49,6 +49,7 @@ class NDCG(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
         judged_only: bool = False,
     ):
         super().__init__(
@@ -60,6 +61,7 @@ class NDCG(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
             judged_only=judged_only,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)

@@ -1,7 +1,8 @@
 """Per-query values kept by a metric on request (``per_query=True``), and their gathering.
 
 Keys: a query's key is the id the user passed with its batch (``(y_pred, y, {"query_ids":
-ids})``), or else its arrival index: the position of the query among all queries given to
+ids})``), the query id of the flat form (``(preds, target, indexes)``: its ``indexes``), or else
+its arrival index: the position of the query among all queries given to
 the metric, counting those left out by ``ignore_zero_hits``. Under ``ignite.distributed`` the
 values are gathered at ``compute``; arrival keys then count in (rank, arrival) order, as if the
 processes' streams were concatenated rank after rank, and user ids are sorted ascending (so that
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "split_extras"]
+__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "query_keys", "split_extras"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,18 @@ def check_query_ids(query_ids: object, batch: int, per_query: bool) -> torch.Ten
     if ids.shape != (batch,):
         raise ValueError(f"query_ids must have shape ({batch},), one id per query, got {tuple(ids.shape)}")
     return ids.detach().to(device="cpu", dtype=torch.int64)
+
+
+def query_keys(
+    output: object, query_ids: object, form_ids: torch.Tensor, per_query: bool
+) -> torch.Tensor | None:
+    """The keys of an update's ranked queries: the flat form's own query ids (its ``indexes``),
+    else the ids passed with the batch, checked (None when the metric keeps no per-query values
+    or none were passed)."""
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    if flat:
+        return form_ids.detach().to(device="cpu", dtype=torch.int64) if per_query else None
+    return check_query_ids(query_ids, form_ids.shape[0], per_query)
 
 
 def gather_per_query(

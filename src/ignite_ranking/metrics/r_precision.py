@@ -41,6 +41,7 @@ class RPrecision(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         super().__init__(
             None,
@@ -51,6 +52,7 @@ class RPrecision(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
