@@ -182,6 +182,9 @@ def test_bad_masks_and_arguments_are_refused_and_leave_the_state():
         metric.update((y_pred, y, {"judged": judged[:, :2]}))
     with pytest.raises(ValueError, match="'query_ids' and/or 'judged'"):
         metric.update((y_pred, y, {"mask": judged}))
+    sparse_y = y.to_sparse()
+    with pytest.raises(ValueError, match="judged masks go with the dense"):
+        metric.update((y_pred, sparse_y, {"judged": judged}))
     assert metric.compute() == before
     for bad in (0.0, 1.0, 1.5, "0.5"):
         with pytest.raises(ValueError, match="p"):
@@ -260,3 +263,40 @@ def test_two_processes_equal_one(tmp_path):
         for key in (True, False):
             assert got[key] == pytest.approx(single[key], rel=1e-12, abs=1e-15)
         assert got["state"] == pytest.approx(single[True], rel=1e-12, abs=1e-15)
+
+
+# --------------------------------------------------------------------------- other input forms
+
+
+def _without_scores(members):
+    return {name: m for name, m in members.items() if name != "auc"}
+
+
+@pytest.mark.parametrize("form", ["sparse", "retrieved", "retrieved_sparse"])
+def test_items_absent_from_the_judgements_are_unjudged_in_every_form(form):
+    """Sparse labels and Retrieved judgements give what the dense form gives with the mask
+    of the judged entries (stored entries, also of grade 0, are judged)."""
+    y_pred, y, judged = _data(6, batch=12, num_items=11)
+    dense = RankingMetrics(_without_scores(_members(ignore_zero_hits=False)), per_query=True)
+    dense.update((y_pred, y, {"judged": judged}))
+    rows, cols = judged.nonzero(as_tuple=True)
+    sparse_y = torch.sparse_coo_tensor(torch.stack([rows, cols]), y[rows, cols], y.shape)
+    other = RankingMetrics(_without_scores(_members(ignore_zero_hits=False)), per_query=True)
+    if form == "sparse":
+        other.update((y_pred, sparse_y))
+    else:
+        ids = torch.arange(y.shape[1]).expand(y.shape[0], -1).contiguous()
+        if form == "retrieved":
+            width = int(judged.sum(dim=1).max())
+            relevant = torch.full((y.shape[0], width), -1, dtype=torch.int64)
+            grades = torch.zeros((y.shape[0], width), dtype=torch.float64)
+            for r in range(y.shape[0]):
+                items = judged[r].nonzero().squeeze(1)
+                relevant[r, : len(items)], grades[r, : len(items)] = items, y[r, items]
+            other.update(ir.Retrieved(ids, relevant, scores=y_pred, grades=grades))
+        else:
+            other.update(ir.Retrieved(ids, sparse_y, scores=y_pred))
+    want, got = dense.per_query_values().values, other.per_query_values().values
+    assert got.keys() == want.keys()
+    for name in want:
+        assert got[name].tolist() == pytest.approx(want[name].tolist(), abs=1e-12), name
