@@ -136,6 +136,8 @@ def test_a_group_of_every_measure_ranks_each_batch_once(monkeypatch):
         hit_rate=ir.HitRate(KS),
         r_precision=ir.RPrecision(),
         gauc=ir.GAUC(),
+        coverage=ir.Coverage(KS, num_items=9),
+        gini=ir.GiniIndex(KS, num_items=9),
     )
     group = RankingMetrics(members)
     batches = [_data(seed, batch=7, num_items=9) for seed in range(3)]
@@ -214,7 +216,8 @@ def test_without_a_mask_nothing_is_unjudged():
 
 
 def _group(ignore_zero_hits=True):
-    return RankingMetrics({**_members(ignore_zero_hits=ignore_zero_hits), "gauc": ir.GAUC()})
+    catalog = {"coverage": ir.Coverage(KS, num_items=9), "gini": ir.GiniIndex(KS, num_items=9)}
+    return RankingMetrics({**_members(ignore_zero_hits=ignore_zero_hits), "gauc": ir.GAUC(), **catalog})
 
 
 def _run(batches_of_rank):

@@ -419,9 +419,11 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
 def _mark_judged(
     ranked: RankedBatch, c: _Candidates, order: torch.Tensor, keep: int, threshold: float
 ) -> None:
-    """The ranked lists' real positions, judged flags and judged non-relevant count N."""
+    """The ranked lists' real positions, their indices (-1 past a list's end), judged flags and
+    judged non-relevant count N."""
     listed = c.valid.gather(1, order)[:, :keep]
     ranked.retrieved = listed.sum(dim=1).to(_F64)
+    ranked.indices = torch.where(listed, c.index.gather(1, order)[:, :keep], -1)
     if c.judged is None:
         ranked.num_nonrelevant = (c.valid & (c.labels < threshold)).sum(dim=1).to(_F64)
         return

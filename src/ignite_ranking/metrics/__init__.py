@@ -3,6 +3,7 @@
 from .auc import AUC, GAUC
 from .average_precision import MAP
 from .base import RankingMetric
+from .exposure import Coverage, GiniIndex
 from .group import RankingMetrics
 from .hit_rate import HitRate
 from .judged import Bpref, Judged
@@ -24,6 +25,8 @@ __all__ = [
     "NERR",
     "RBP",
     "Bpref",
+    "Coverage",
+    "GiniIndex",
     "HitRate",
     "Judged",
     "PerQuery",

@@ -61,6 +61,12 @@ def normalize_judged(
             "judged masks go with the dense (y_pred, y) form; in the sparse-label and Retrieved forms "
             "an item absent from the labels is unjudged, and flat rows are all judged."
         )
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    if flat and any(m.needs_items for m in metrics):
+        raise ValueError(
+            "Coverage and GiniIndex count catalog items: pass (y_pred, y) or a Retrieved, whose "
+            "columns or ids are items; flat (preds, target, indexes) rows name none."
+        )
     y = None
     if dense:
         y_pred, y = output
@@ -106,6 +112,7 @@ class RankingMetric(Metric):
     whole_row = False
     needs_nonrelevant = False
     needs_scores = False
+    needs_items = False
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
