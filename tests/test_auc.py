@@ -87,3 +87,16 @@ def test_auc_refuses_average_ties():
         ir.AUC(ties="average")
     with pytest.raises(ValueError, match="average"):
         ir.GAUC(ties="average")
+
+
+def test_auc_with_ignore_index_leaves_those_items_out():
+    y_pred, y, _ = _data(10, batch=20, num_items=9)
+    y = y.to(torch.int64)
+    ignored = torch.from_numpy(np.random.default_rng(3).random(y.shape) < 0.2)
+    metric = ir.AUC(per_query=True, ignore_index=-100)
+    metric.update((y_pred, torch.where(ignored, -100, y)))
+    masked = ir.AUC(per_query=True)
+    masked.update((y_pred, y, {"judged": ~ignored}))
+    assert metric.per_query_values().values["auc"].tolist() == pytest.approx(
+        masked.per_query_values().values["auc"].tolist(), abs=1e-12
+    )

@@ -49,6 +49,7 @@ class AUC(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         if ties == "average":
             raise ValueError(f"{type(self).__name__} counts ties as one half itself; got ties='average'.")
@@ -61,6 +62,7 @@ class AUC(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
@@ -100,8 +102,17 @@ class GAUC(AUC):
         skip_unrolling: bool = False,
         *,
         ties: str = "first",
+        ignore_index: int | None = None,
     ):
-        super().__init__(True, relevance_threshold, output_transform, device, skip_unrolling, ties=ties)
+        super().__init__(
+            True,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            ignore_index=ignore_index,
+        )
 
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         value, p, n = auc.auc_pairs(ranked)

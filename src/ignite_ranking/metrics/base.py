@@ -70,8 +70,9 @@ def normalize_judged(
     y = None
     if dense:
         y_pred, y = output
-        check_inputs(y_pred, y)
-        output = (y_pred, mask_unjudged(y.detach(), judged))
+        if judged is not None:  # without a mask the batch goes through as it is (checked once)
+            check_inputs(y_pred, y)
+            output = (y_pred, mask_unjudged(y.detach(), judged))
     normalized = normalize(output, ranking, held=held, hold_last=True)
     ranked = normalized.ranked
     threshold = ranking.relevance_threshold
@@ -79,12 +80,11 @@ def normalize_judged(
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
         mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
     if any(m.needs_scores for m in metrics):
-        if ranked.indices is None or y is None:
-            raise ValueError(
-                "AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form (without "
-                "ignore_index matches)."
-            )
-        ranked.scores = output[0].detach().gather(1, ranked.indices).to(torch.float64)
+        if y is None:
+            raise ValueError("AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form.")
+        at = ranked.indices
+        scores = output[0].detach().gather(1, at.clamp(min=0)).to(torch.float64)
+        ranked.scores = torch.where(at >= 0, scores, -torch.inf)  # past a list's end: no item
     return normalized
 
 

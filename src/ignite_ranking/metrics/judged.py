@@ -50,6 +50,7 @@ class Bpref(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         if ties == "average":
             raise ValueError("Bpref is not defined under ties='average'; got ties='average'.")
@@ -62,6 +63,7 @@ class Bpref(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

@@ -27,6 +27,7 @@ class _Persistent(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         super().__init__(
             top_k,
@@ -37,6 +38,7 @@ class _Persistent(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
         persistence.rank_biased_precision(_EMPTY, [1], p)  # refuses a p outside (0, 1)
         self.p = float(p)
@@ -130,6 +132,7 @@ class ERR(RankingMetric):
         *,
         ties: str = "first",
         per_query: bool = False,
+        ignore_index: int | None = None,
     ):
         if ties == "average":
             raise ValueError(
@@ -144,6 +147,7 @@ class ERR(RankingMetric):
             skip_unrolling,
             ties=ties,
             per_query=per_query,
+            ignore_index=ignore_index,
         )
         persistence.expected_reciprocal_rank(_EMPTY, [1], max_grade)  # refuses a bad max_grade
         self.max_grade = float(max_grade)
