@@ -106,3 +106,16 @@ def test_nerr_is_err_over_the_ideal_err():
             best = _err(ideal, k)
             want = _err(ranked, k) / best if best > 0 else 0.0
             assert ours[q][name] == pytest.approx(want, abs=1e-12), (q, name)
+
+
+def test_the_ir_measures_provider_computes_them_too():
+    from ignite_ranking import ir_measures as provider
+
+    qrels, run = _data(4)
+    names = [*MEASURES, "ERR@10"]
+    parsed = [ir_measures.parse_measure(m) for m in names]
+    ours = {(v.query_id, str(v.measure)): v.value for v in provider.iter_calc(parsed, qrels, run)}
+    theirs = {(v.query_id, str(v.measure)): v.value for v in ir_measures.iter_calc(parsed, qrels, run)}
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=6e-6 if key[1].startswith("ERR") else 1e-6), key
