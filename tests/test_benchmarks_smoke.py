@@ -40,6 +40,15 @@ def test_bench_family_quick(capsys):
         assert f"| {case} |" in out
 
 
+def test_bench_catalog_quick(capsys):
+    pytest.importorskip("faiss")
+    assert load("bench_catalog").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for case in ("ours", "ours, 100 excluded", "faiss", "dense"):
+        assert f"| {case} |" in out
+    assert "no excluded item returned" in out
+
+
 def test_peak_memory_sees_an_allocation():
     torch = pytest.importorskip("torch")
     common = load("common")

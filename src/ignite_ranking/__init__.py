@@ -1,6 +1,6 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
-from . import functional
+from . import catalog, functional
 from .kernels.forms import Retrieved
 from .metrics import (
     AUC,
@@ -47,6 +47,7 @@ __all__ = [
     "RankingMetrics",
     "Recall",
     "Retrieved",
+    "catalog",
     "functional",
 ]
 __version__ = "0.1.0"
