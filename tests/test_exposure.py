@@ -76,3 +76,10 @@ def test_state_round_trip_and_refusals():
         small.update(ir.Retrieved(torch.tensor([[0, 4]]), torch.tensor([[0]])))
     with pytest.raises(ValueError, match="flat"):
         small.update((torch.rand(4), torch.ones(4), torch.tensor([0, 0, 1, 1])))
+
+
+def test_pooled_measures_refuse_a_per_query_group():
+    with pytest.raises(ValueError, match="pool their queries"):
+        ir.RankingMetrics(
+            mrr=ir.MRR(KS), gauc=ir.GAUC(), coverage=ir.Coverage(KS, num_items=5), per_query=True
+        )

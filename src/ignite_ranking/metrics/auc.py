@@ -93,6 +93,7 @@ class GAUC(AUC):
     """
 
     name = "gauc"
+    has_per_query_values = False
 
     def __init__(
         self,

@@ -94,6 +94,8 @@ class RankingMetric(Metric):
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
     and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
     ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
+    ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
+    the item ids; ``has_per_query_values = False`` marks a metric that pools its queries.
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
@@ -113,6 +115,7 @@ class RankingMetric(Metric):
     needs_nonrelevant = False
     needs_scores = False
     needs_items = False
+    has_per_query_values = True
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.

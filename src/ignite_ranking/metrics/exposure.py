@@ -16,6 +16,7 @@ class _Exposure(RankingMetric):
     """Counts of each catalog item in the top k lists; ``compute`` reads them."""
 
     needs_items = True
+    has_per_query_values = False
     _settings_keys = ("top_k", "num_items", "ties", "ignore_index")
 
     def __init__(

@@ -114,6 +114,12 @@ class RankingMetrics(MetricGroup):
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
         if per_query:
+            pooled = [name for name, m in merged.items() if not m.has_per_query_values]
+            if pooled:
+                raise ValueError(
+                    f"per_query=True needs members with a value per query; {pooled} pool their "
+                    "queries (GAUC, Coverage, GiniIndex): put them in a group without per_query."
+                )
             if len({m.ignore_zero_hits for m in merged.values()}) > 1:
                 raise ValueError(
                     "members of a per_query RankingMetrics must share ignore_zero_hits, so that they "
