@@ -14,7 +14,7 @@ import socket
 import numpy as np
 import pytest
 import torch
-from reference import rank_order, tied_batch
+from reference import DEVICES, rank_order, tied_batch
 
 import ignite_ranking as ir
 import ignite_ranking.kernels.forms as forms
@@ -303,3 +303,12 @@ def test_items_absent_from_the_judgements_are_unjudged_in_every_form(form):
     assert got.keys() == want.keys()
     for name in want:
         assert got[name].tolist() == pytest.approx(want[name].tolist(), abs=1e-12), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensors_on_a_device_give_the_cpu_values(device):
+    y_pred, y, judged = _data(13, batch=16, num_items=10)
+    on_cpu, on_device = _group(), _group()
+    on_cpu.update((y_pred, y, {"judged": judged}))
+    on_device.update((y_pred.to(device), y.to(device), {"judged": judged.to(device)}))
+    assert on_device.compute() == pytest.approx(on_cpu.compute(), abs=1e-12)
