@@ -307,7 +307,7 @@ def test_items_absent_from_the_judgements_are_unjudged_in_every_form(form):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_tensors_on_a_device_give_the_cpu_values(device):
-    y_pred, y, judged = _data(13, batch=16, num_items=10)
+    y_pred, y, judged = _data(13, batch=16, num_items=9)
     on_cpu, on_device = _group(), _group()
     on_cpu.update((y_pred, y, {"judged": judged}))
     on_device.update((y_pred.to(device), y.to(device), {"judged": judged.to(device)}))
