@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_mrr.py --plot docs/_static/benchmark.png
 	$(BIN)/python benchmarks/bench_family.py
 	$(BIN)/python benchmarks/bench_ties.py
+	$(BIN)/python benchmarks/bench_worst.py
 	$(BIN)/python benchmarks/bench_trec.py
 	$(BIN)/python benchmarks/bench_ir_measures.py
 	$(BIN)/python benchmarks/bench_compare.py

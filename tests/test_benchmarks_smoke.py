@@ -49,6 +49,24 @@ def test_bench_catalog_quick(capsys):
     assert "no excluded item returned" in out
 
 
+def test_bench_worst_quick(capsys):
+    bench = load("bench_worst")
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| case | batch x items |" in out
+    for case in bench.CASES:
+        assert f"| {case.name} |" in out
+
+
+def test_bench_worst_memory_case_runs_in_a_fresh_process():
+    bench = load("bench_worst")
+    common = load("common")
+    script = str(BENCHMARKS / "bench_worst.py")
+    mib, method = common.measure_in_subprocess(script, ["0", "ours", "1"])
+    assert method in ("VmHWM-VmRSS", "ru_maxrss delta")
+    assert mib >= 0 and bench.CASES[0].name.startswith("all tied")
+
+
 def test_peak_memory_sees_an_allocation():
     torch = pytest.importorskip("torch")
     common = load("common")

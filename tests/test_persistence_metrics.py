@@ -312,3 +312,17 @@ def test_tensors_on_a_device_give_the_cpu_values(device):
     on_cpu.update((y_pred, y, {"judged": judged}))
     on_device.update((y_pred.to(device), y.to(device), {"judged": judged.to(device)}))
     assert on_device.compute() == pytest.approx(on_cpu.compute(), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda **kw: ir.Judged(KS, **kw), lambda **kw: ir.RBPResidual(KS, p=P, **kw)]
+)
+def test_measures_that_score_queries_without_hits_still_leave_them_out(make):
+    y_pred, y, judged = _data(14)
+    counted, every = make(), make(ignore_zero_hits=False, per_query=True)
+    for m in (counted, every):
+        m.update((y_pred, y, {"judged": judged}))
+    hits = ((y >= 1) & judged).any(dim=1)
+    values = torch.stack(list(every.per_query_values().values.values()), dim=1)
+    assert not torch.all(values[~hits] == 0)  # such queries do score here
+    assert counted.compute() == pytest.approx(values[hits].mean(dim=0).tolist(), abs=1e-12)

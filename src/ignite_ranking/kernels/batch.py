@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from .ties import TieBlocks
+from .ties import TieBlocks
 
 __all__ = ["GAIN_FUNCTIONS", "RankedBatch", "check_gain_function", "gain", "ideal_order"]
 
@@ -153,7 +151,11 @@ class RankedBatch:
         if key not in self._gain_cache:
             top = self._top()
             if self.blocks is not None:
-                self._gain_cache[key] = self.blocks.mean_gains(gain_function, top)
+                self._gain_cache[key] = self.blocks.mean_gains(
+                    lambda labels, relevant, rows: gain(
+                        labels, relevant, gain_function, None if top is None else top[rows]
+                    )
+                )
             else:
                 top = None if top is None else top[:, None]
                 self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function, top)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from .batch import RankedBatch
+from .boundary import boundary_blocks
 from .inputs import _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs
 from .ranking import rank_batch
 from .ties import tie_blocks
@@ -97,6 +98,7 @@ class Ranking:
     cover_relevant: bool = False
     count: bool = True
     ignore_index: int | None = None
+    keep_indices: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         ideal=ranking.ideal,
         cover_relevant=ranking.cover_relevant,
         count=ranking.count,
+        keep_indices=ranking.keep_indices,
     )
     return Normalized(ranked, rows)
 
@@ -409,8 +412,12 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     if average:
         # Padding scores NaN: unequal to everything, so each padded slot is a block of its own.
         scores = torch.where(c.valid, c.scores, torch.full_like(c.scores, torch.nan))
+        listed = torch.where(c.valid, c.labels, torch.zeros_like(c.labels))
+        # The lists are whole: no block continues beyond them.
         none = torch.zeros(0, dtype=torch.int64, device=device)
-        blocks = tie_blocks(scores, torch.where(c.valid, c.labels, 0.0), threshold, order, relevant, none)
+        at = torch.zeros(scores.shape[0], dtype=scores.dtype, device=device)
+        tail = boundary_blocks(scores, listed, threshold, at, none)
+        blocks = tie_blocks(scores, order, listed.gather(1, order).to(_F64), relevant, tail)
         ranked.blocks = blocks
         ranked.relevant = blocks.relevant / blocks.size
     return ranked

@@ -9,20 +9,21 @@ Order: descending score; equal scores by the tie policy.
 - ``"average"``: ranked as ``"first"``, then every metric takes its expected value over all
   orders of each tied block (see :mod:`ignite_ranking.kernels.ties`).
 
-The kernel never sorts a whole row unless the cutoff covers it. ``torch.topk`` with one item
-more than the cutoff finds the best values; a row whose value after the cutoff equals the value
-at the cutoff has a tie across the boundary, and only those rows take an extra pass that keeps
-the tied items the policy prefers. The selected items are then ordered with stable sorts of
+The kernel sorts whole rows only when the depth is at least a quarter of the row, where that is
+the cheaper exact kernel. Otherwise ``torch.topk`` with one item more than the cutoff finds the
+best values; a row whose value after the cutoff equals the value at the cutoff has a tie across
+the boundary, and only those rows take an extra pass that keeps the tied items the policy
+prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k over a key, a few rows at a time, never
+a sort or a list of the tied items). The selected items are then ordered with stable sorts of
 ``(batch, k)`` values.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .batch import RankedBatch, ideal_order
+from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
 from .ties import tie_blocks
 
@@ -53,60 +54,101 @@ def top_indices(
     Returns:
         ``(batch, min(k, num_items))`` int64 indices.
     """
-    return _select(scores, k, ties, labels)[0]
+    if ties in _BY_LABEL and labels is None:
+        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
+    return _select(scores, k, "first" if ties == "average" else ties, labels)[0]
+
+
+def sorts_whole_rows(k: int, num_items: int) -> bool:
+    """Whether ranking ``k`` of ``num_items`` sorts whole rows rather than using ``torch.topk``.
+
+    ``torch.topk`` of a large share of a row costs more than sorting it (about 3x at half of it),
+    and the selected items still need ordering, so past a quarter of the row a full stable sort
+    is the cheaper exact kernel.
+    """
+    return 4 * k >= num_items
 
 
 def _select(scores, k, ties, labels):
-    """``top_indices`` and the rows whose k-th value is tied with an item below the cutoff."""
-    if ties in _BY_LABEL and labels is None:
-        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
-    batch, num_items = scores.shape
-    none = torch.zeros(0, dtype=torch.int64, device=scores.device)
-    if k >= num_items:
-        every = torch.arange(num_items, device=scores.device).expand(batch, num_items)
-        return _in_rank_order(scores, every, ties, labels), none
-    values, indices = torch.topk(scores, k + 1, dim=1)
-    boundary = values[:, k - 1]
-    indices = indices[:, :k]
-    crossing = (values[:, k] == boundary).nonzero().squeeze(1)
-    if crossing.numel():
-        indices = _refill_tied_slots(scores, values[:, :k], indices, crossing, ties, labels)
-    return _in_rank_order(scores, indices, ties, labels), crossing
+    """``top_indices``, the rows whose k-th value ties with an item below the cutoff, and the
+    k-th value of every row.
 
-
-def _refill_tied_slots(scores, values, indices, crossing, ties, labels):
-    """Fixes rows whose k-th value is tied with items below the cutoff.
-
-    In such a row the slots of ``topk`` holding the boundary value hold arbitrary items of that
-    value; they are refilled with the tied items the policy puts first: lowest indices
-    (``"first"``), highest (``"last"``), or highest / lowest labels then lowest indices
-    (``"optimistic"`` / ``"pessimistic"``). Items above the boundary are already right.
+    ``ties="average"`` leaves the tied slots at the cutoff as ``torch.topk`` filled them: the
+    expected values read only the block statistics there, not which items hold the slots.
     """
-    batch = scores.shape[0]
-    boundary = values[:, -1]
-    if 2 * crossing.numel() > batch:
-        # Most rows: compare in place, with NaN (equal to nothing) for rows without a crossing tie.
-        target = torch.full_like(boundary, math.nan).index_copy(0, crossing, boundary[crossing])
-        rows, cols = (scores == target[:, None]).nonzero(as_tuple=True)
-    else:
-        rows, cols = (scores[crossing] == boundary[crossing, None]).nonzero(as_tuple=True)
-        rows = crossing[rows]
-    if ties in _BY_LABEL:
-        # Order each row's tied items by label (stable: index order within a label), then by row.
-        by_label = labels[rows, cols].argsort(descending=ties == "optimistic", stable=True)
-        by_row = rows[by_label].argsort(stable=True)
-        rows, cols = rows[by_label][by_row], cols[by_label][by_row]
-    per_row = torch.bincount(rows, minlength=batch)
-    ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
+    num_items = scores.shape[1]
+    if not 0 < k < num_items or sorts_whole_rows(k, num_items):
+        return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels)
+    values, indices = top_k_rows(scores, k + 1)
+    crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
+    values, indices = values[:, :k], indices[:, :k]
+    if crossing.numel() and ties != "average":
+        indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
+    return _in_rank_order(scores, indices, ties, labels), crossing, values[:, k - 1]
+
+
+def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(values, k, dim=1)``, reading rows that rise along their length backwards on CPU.
+
+    For ``k <= num_items / 64`` the CPU ``torch.topk`` keeps a heap of the k best while it scans a
+    row. Most items of a random row never enter it, but in a row that rises along its length
+    almost every item replaces the heap's root, and the selection costs more than sorting the
+    row; read backwards, the same row is the best case. A sample of about 32 evenly spaced items
+    a row finds such rows; the other rows (and other devices, whose top-k has no such case) take
+    ``torch.topk`` as it is.
+    """
+    batch, num_items = values.shape
+    if values.device.type != "cpu" or 64 * max(k, 1) > num_items or batch == 0:
+        return torch.topk(values, k, dim=1)
+    # Three rises in four steps of a 32-point sample: a random row rarely (0.2%, and a row read
+    # backwards costs only a copy), a row sorted ascending or with a strong rising trend, always.
+    # Few points: each one is a cache miss.
+    sample = values[:, :: max(1, num_items // 32)]
+    rising = 4 * (sample[:, 1:] > sample[:, :-1]).sum(dim=1) >= 3 * (sample.shape[1] - 1)
+    if not bool(rising.any()):
+        return torch.topk(values, k, dim=1)
+    top_values = torch.empty(batch, k, dtype=values.dtype, device=values.device)
+    top_indices = torch.empty(batch, k, dtype=torch.int64, device=values.device)
+    step = rows_per_chunk(num_items)
+    for start in range(0, batch, step):
+        rows = slice(start, min(start + step, batch))
+        flip = rising[rows]
+        if not bool(flip.any()):
+            top_values[rows], top_indices[rows] = torch.topk(values[rows], k, dim=1)
+            continue
+        chunk = torch.where(flip[:, None], values[rows].flip(1), values[rows])
+        top_values[rows], found = torch.topk(chunk, k, dim=1)
+        top_indices[rows] = torch.where(flip[:, None], num_items - 1 - found, found)
+    return top_values, top_indices
+
+
+def _select_by_sort(scores, k, ties, labels):
+    """``_select`` by stable sorts of whole rows, a few rows at a time."""
+    batch, num_items = scores.shape
+    indices = torch.empty(batch, k, dtype=torch.int64, device=scores.device)
+    boundary = torch.zeros(batch, dtype=scores.dtype, device=scores.device)
+    crosses = torch.zeros(batch, dtype=torch.bool, device=scores.device)
+    step = rows_per_chunk(num_items)
+    for start in range(0, batch if k else 0, step):
+        rows = slice(start, min(start + step, batch))
+        order = _sorted_rows(scores[rows], ties, None if labels is None else labels[rows])
+        indices[rows] = order[:, :k]
+        if k < num_items:
+            edge = scores[rows].gather(1, order[:, k - 1 : k + 1])
+            boundary[rows], crosses[rows] = edge[:, 0], edge[:, 0] == edge[:, 1]
+    return indices, crosses.nonzero().squeeze(1), boundary
+
+
+def _sorted_rows(scores, ties, labels):
+    """Every item of each row in ranking order: one stable sort (two by label)."""
     if ties == "last":
-        ordinal = per_row[rows] - 1 - ordinal
-    is_crossing = torch.zeros(batch, dtype=torch.bool, device=scores.device).index_fill(0, crossing, True)
-    slots = (values == boundary[:, None]) & is_crossing[:, None]
-    chosen = ordinal < slots.sum(dim=1)[rows]
-    # Both sides are in row order with as many entries per row, so they pair up.
-    indices = indices.clone()
-    indices[slots] = cols[chosen]
-    return indices
+        flipped = scores.flip(1).argsort(dim=1, descending=True, stable=True)
+        return scores.shape[1] - 1 - flipped
+    if ties in _BY_LABEL:
+        by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
+        by_score = scores.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
+        return by_label.gather(1, by_score)
+    return scores.argsort(dim=1, descending=True, stable=True)
 
 
 def _in_rank_order(scores, indices, ties, labels):
@@ -129,6 +171,7 @@ def rank_batch(
     ideal: bool = False,
     cover_relevant: bool = False,
     count: bool = True,
+    keep_indices: bool = False,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -144,6 +187,8 @@ def rank_batch(
         count: count each row's relevant items (recall, AP and R-Precision divide by it). If
             False, ``num_relevant`` only tells whether a row has one (1.0) or not (0.0), which is
             all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
+        keep_indices: keep the ranked items' columns as ``RankedBatch.indices`` (AUC's scores,
+            the catalog measures); otherwise they are dropped as soon as possible.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = None
@@ -155,22 +200,29 @@ def rank_batch(
     best = None
     if ideal:
         # One label more than the depth shows which rows have relevant items beyond it.
-        best = torch.topk(labels, min(depth + 1, y.shape[1]), dim=1).values
+        best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
-    indices, crossing = _select(y_pred, depth, ties, labels)
-    ranked_labels = labels.gather(1, indices)
-    relevant = ranked_labels >= threshold
+    if ties in _BY_LABEL and labels is None:
+        raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
+    indices, crossing, boundary = _select(y_pred, depth, ties, labels)
+    # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
+    # indices are dropped as soon as nothing needs them (deep rankings make these large).
+    native = labels.gather(1, indices)
+    relevant = native >= threshold
+    ranked_labels = native.to(torch.float64)
+    del native
+    kept = indices if keep_indices else None
+    if ties != "average":
+        del indices
     batch = RankedBatch(
-        labels=ranked_labels.to(torch.float64),
-        relevant=relevant.to(torch.float64),
-        num_relevant=num_relevant,
-        indices=indices,
+        labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant, indices=kept
     )
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     if ties == "average":
-        blocks = tie_blocks(y_pred, labels, threshold, indices, relevant, crossing)
+        tail = boundary_blocks(y_pred, labels, threshold, boundary, crossing)
+        blocks = tie_blocks(y_pred, indices, ranked_labels, relevant, tail)
         batch.blocks = blocks
         batch.relevant = blocks.relevant / blocks.size
     return batch
@@ -190,8 +242,12 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
             return (counts > 0).to(torch.float64)
         if best.shape[1] > depth:
             beyond = flags[:, depth].nonzero().squeeze(1)
-            if beyond.numel():
-                counts[beyond] = count_relevant(y[beyond], relevance_threshold)
+            if 2 * beyond.numel() > y.shape[0]:
+                return count_relevant(y, relevance_threshold)
+            step = rows_per_chunk(y.shape[1])
+            for start in range(0, beyond.numel(), step):
+                rows = beyond[start : start + step]
+                counts[rows] = count_relevant(y.index_select(0, rows), relevance_threshold)
         return counts
     if count:
         return count_relevant(y, relevance_threshold)

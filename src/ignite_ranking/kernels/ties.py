@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .batch import gain
+from .boundary import BoundaryBlocks, GainOf
 
 __all__ = ["TieBlocks", "expected_average_precision", "expected_hit_rate", "expected_reciprocal_rank"]
 
@@ -41,9 +41,8 @@ class TieBlocks:
         relevant: relevant items in the block, over the whole row.
         block_id: ``(batch, K)`` int64 index of the block among the row's ranked blocks.
         ranked_labels / ranked_relevant: labels and relevance of the ranked items.
-        crossing: int64 rows whose last ranked block continues below the ranked depth.
-        tail_rows / tail_labels: for those rows, the relevant items of that block (row index
-            into ``crossing`` and label), which the block's gain sums over.
+        tail: the rows whose last ranked block continues below the ranked depth, with that
+            whole block's statistics.
     """
 
     start: torch.Tensor
@@ -52,9 +51,7 @@ class TieBlocks:
     block_id: torch.Tensor
     ranked_labels: torch.Tensor
     ranked_relevant: torch.Tensor
-    crossing: torch.Tensor
-    tail_rows: torch.Tensor
-    tail_labels: torch.Tensor
+    tail: BoundaryBlocks
 
     def _per_block(self, values: torch.Tensor) -> torch.Tensor:
         """Sums ``values`` over each block of the ranked positions, read back at every position."""
@@ -62,37 +59,41 @@ class TieBlocks:
         return sums.gather(1, self.block_id)
 
     def _last_block(self) -> torch.Tensor:
-        """``(len(crossing), K)`` mask of the positions in each crossing row's last block."""
-        ids = self.block_id[self.crossing]
+        """``(len(tail.rows), K)`` mask of the positions in each crossing row's last block."""
+        ids = self.block_id[self.tail.rows]
         return ids == ids[:, -1:]
 
-    def mean_gains(self, gain_function: str, top: torch.Tensor | None = None) -> torch.Tensor:
+    def _set_last_block(self, values: torch.Tensor, per_row: torch.Tensor) -> None:
+        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place."""
+        rows = self.tail.rows
+        values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
+
+    def mean_gains(self, gain_of: GainOf) -> torch.Tensor:
         """Expected gain at each rank: the block's total gain over its size.
 
-        ``top``: ``(batch,)`` each row's largest relevant label, to scale gains as
-        :func:`~ignite_ranking.kernels.batch.gain` does.
+        ``gain_of(labels, relevant, rows)`` gives the float64 gains of labels (0 where not
+        relevant); ``rows``, broadcastable to ``labels``, holds the batch row of each label.
         """
-        ranked_top = None if top is None else top[:, None]
-        sums = self._per_block(gain(self.ranked_labels, self.ranked_relevant, gain_function, ranked_top))
-        if self.crossing.numel():
-            tail = torch.zeros(self.crossing.numel(), dtype=torch.float64, device=sums.device)
-            every = torch.ones_like(self.tail_labels, dtype=torch.bool)
-            tail_top = None if top is None else top[self.crossing][self.tail_rows]
-            tail.index_add_(0, self.tail_rows, gain(self.tail_labels, every, gain_function, tail_top))
-            rows = sums[self.crossing]
-            sums[self.crossing] = torch.where(self._last_block(), tail[:, None], rows)
+        rows = torch.arange(self.ranked_labels.shape[0], device=self.ranked_labels.device)[:, None]
+        sums = self._per_block(gain_of(self.ranked_labels, self.ranked_relevant, rows))
+        if self.tail.rows.numel():
+            self._set_last_block(sums, self.tail.gain_sums(gain_of))
         return sums / self.size
 
 
 def tie_blocks(
     scores: torch.Tensor,
-    labels: torch.Tensor,
-    threshold: float | int,
     indices: torch.Tensor,
+    ranked_labels: torch.Tensor,
     ranked_relevant: torch.Tensor,
-    crossing: torch.Tensor,
+    tail: BoundaryBlocks,
 ) -> TieBlocks:
-    """Block statistics of ranked positions ``indices`` (ordered by descending score)."""
+    """Block statistics of ranked positions ``indices`` (ordered by descending score).
+
+    ``ranked_labels`` (float64) and ``ranked_relevant`` (bool) describe the ranked items.
+
+    ``tail`` gives the whole last block of the rows where it continues below the ranked depth.
+    """
     batch, depth = indices.shape
     ranked_scores = scores.gather(1, indices)
     new_block = torch.ones_like(ranked_scores, dtype=torch.bool)
@@ -106,25 +107,15 @@ def tie_blocks(
         size=ones,
         relevant=ranked_relevant.to(torch.float64),
         block_id=block_id,
-        ranked_labels=labels.gather(1, indices).to(torch.float64),
+        ranked_labels=ranked_labels,
         ranked_relevant=ranked_relevant,
-        crossing=crossing,
-        tail_rows=torch.zeros(0, dtype=torch.int64, device=scores.device),
-        tail_labels=torch.zeros(0, dtype=torch.float64, device=scores.device),
+        tail=tail,
     )
     blocks.size = blocks._per_block(ones)
     blocks.relevant = blocks._per_block(blocks.relevant)
-    if crossing.numel():
-        rows, cols = (scores[crossing] == ranked_scores[crossing, -1:]).nonzero(as_tuple=True)
-        tied_labels = labels[crossing][rows, cols]
-        is_relevant = tied_labels >= threshold
-        blocks.tail_rows = rows[is_relevant]
-        blocks.tail_labels = tied_labels[is_relevant].to(torch.float64)
-        size = torch.bincount(rows, minlength=crossing.numel()).to(torch.float64)
-        relevant = torch.bincount(blocks.tail_rows, minlength=crossing.numel()).to(torch.float64)
-        last = blocks._last_block()
-        blocks.size[crossing] = torch.where(last, size[:, None], blocks.size[crossing])
-        blocks.relevant[crossing] = torch.where(last, relevant[:, None], blocks.relevant[crossing])
+    if tail.rows.numel():
+        blocks._set_last_block(blocks.size, tail.size)
+        blocks._set_last_block(blocks.relevant, tail.relevant)
     return blocks
 
 

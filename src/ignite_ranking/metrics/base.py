@@ -95,7 +95,8 @@ class RankingMetric(Metric):
     and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
     ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
     ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
-    the item ids; ``has_per_query_values = False`` marks a metric that pools its queries.
+    the item ids; ``has_per_query_values = False`` marks a metric that pools its queries, and
+    ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
@@ -116,6 +117,7 @@ class RankingMetric(Metric):
     needs_scores = False
     needs_items = False
     has_per_query_values = True
+    zero_without_hits = True
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
@@ -181,6 +183,7 @@ class RankingMetric(Metric):
             cover_relevant=self.covers_relevant,
             count=self.needs_counts,
             ignore_index=self.ignore_index,
+            keep_indices=self.needs_items or self.needs_scores,
         )
 
     @reinit__is_reduced
@@ -223,9 +226,13 @@ class RankingMetric(Metric):
         if self._per_query:
             self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
-            # A mask, not indexing, so that no host synchronization is needed.
+            # A query without relevant items scores 0 (the scorers' contract), so it adds nothing
+            # to the sums and only the count leaves it out: no host synchronization, and no
+            # masked copy of the (batch, cutoffs) values, which can be large. Measures that
+            # score such a query (Judged@k, the RBP residual) are masked.
             counted = self.counted(ranked)
-            values = torch.where(counted[:, None], values, torch.zeros_like(values))
+            if not self.zero_without_hits:
+                values = torch.where(counted[:, None], values, torch.zeros_like(values))
             self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]

@@ -91,6 +91,7 @@ class Judged(RankingMetric):
     """
 
     name = "judged"
+    zero_without_hits = False
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return judged.judged_at_k(ranked, self.top_k)

@@ -92,6 +92,7 @@ class RBPResidual(_Persistent):
     """
 
     name = "rbp_resid"
+    zero_without_hits = False
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return persistence.rbp_residual(ranked, self.top_k, self.p)

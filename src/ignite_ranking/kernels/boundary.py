@@ -1,0 +1,244 @@
+"""The tied block at a cutoff: rows whose k-th best score ties with items below the cutoff.
+
+In such a row the boundary score has more items than slots left for it above the cutoff; which
+of them fill the slots is the tie policy's choice, and ``ties="average"`` needs the whole
+block's size, relevant items and gains. A block can be the whole row, so nothing here lists the
+tied items of a row or sorts them: each step is a comparison and a ``torch.topk`` over a key,
+run a few rows at a time (about ``2**21`` elements), which bounds the temporaries whatever the
+tie pattern.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["BoundaryBlocks", "GainOf", "boundary_blocks", "fill_tied_slots", "rows_per_chunk"]
+
+# ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
+# ``rows``, broadcastable to ``labels``, holds the batch row of each label (gains may be scaled
+# per row, see kernels.batch.gain).
+GainOf = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+CHUNK_ELEMENTS = 2**21
+
+
+def rows_per_chunk(num_items: int) -> int:
+    """How many rows of ``num_items`` make one chunk of about ``CHUNK_ELEMENTS`` elements."""
+    return max(1, CHUNK_ELEMENTS // max(num_items, 1))
+
+
+def _chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
+    """Yields ``(chunk_rows, take, target)`` over ``rows``, a few rows at a time.
+
+    ``take(tensor)`` gives the chunk's rows of a ``(batch, ...)`` tensor, and ``target`` their
+    ``(chunk, 1)`` boundary values (``boundary`` holds one per row of ``scores``), so that
+    ``take(scores) == target`` marks their tied items. When most rows are wanted, consecutive
+    rows are read in place (views; the rows not wanted get NaN, equal to nothing) instead of
+    copied.
+    """
+    batch, num_items = scores.shape
+    step = rows_per_chunk(num_items)
+    if 2 * rows.numel() > batch:
+        target = torch.full_like(boundary, math.nan).index_copy(0, rows, boundary[rows])
+        for start in range(0, batch, step):
+            window = slice(start, min(start + step, batch))
+            chunk_rows = torch.arange(window.start, window.stop, device=scores.device)
+            yield chunk_rows, (lambda t, w=window: t[w]), target[window, None]
+    else:
+        for start in range(0, rows.numel(), step):
+            chunk_rows = rows[start : start + step]
+            take = lambda t, r=chunk_rows: t.index_select(0, r)  # noqa: E731
+            yield chunk_rows, take, boundary[chunk_rows, None]
+
+
+def _first_of(mask: torch.Tensor, wanted: torch.Tensor, width: int, from_end: bool = False):
+    """The ``wanted[r]`` lowest (``from_end``: highest) column indices where ``mask`` is True.
+
+    Returns ``(columns, valid)``, both ``(rows, width)``; ``valid`` marks the first ``wanted[r]``
+    entries of row ``r``, which are its chosen columns. A top-k over the key ``num_items - 1 -
+    column`` (-1 off the mask) finds them: the key decreases along the row, the order in which
+    ``torch.topk``'s selection on CPU does least work.
+    """
+    num_items = mask.shape[1]
+    if from_end:
+        mask = mask.flip(1)
+    descending = torch.arange(num_items - 1, -1, -1, dtype=torch.int32, device=mask.device)
+    key = torch.where(mask, descending, -1)
+    values, columns = torch.topk(key, width, dim=1)
+    if from_end:
+        columns = num_items - 1 - columns
+    valid = (values >= 0) & (torch.arange(width, device=mask.device) < wanted[:, None])
+    return columns, valid
+
+
+def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
+    """A value no label beats: the dtype's lowest (``largest``) or highest value."""
+    if labels.is_floating_point():
+        return -math.inf if largest else math.inf
+    info = torch.iinfo(labels.dtype)
+    return info.min if largest else info.max
+
+
+def _chosen_from_list(tied, wanted, ties, labels):
+    """``_chosen_in_chunk`` for small blocks: list the tied items and order them by the policy."""
+    rows, columns = tied.nonzero(as_tuple=True)  # row-major, columns ascending
+    if ties in ("optimistic", "pessimistic"):
+        by_label = labels[rows, columns].argsort(descending=ties == "optimistic", stable=True)
+        order = by_label[rows[by_label].argsort(stable=True)]
+        rows, columns = rows[order], columns[order]
+    per_row = torch.bincount(rows, minlength=tied.shape[0])
+    ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
+    if ties == "last":
+        ordinal = per_row[rows] - 1 - ordinal
+    keep = ordinal < wanted[rows]
+    return rows[keep], ordinal[keep], columns[keep]
+
+
+def _chosen_in_chunk(tied, wanted, ties, labels):
+    """``(row, ordinal, column)`` of the tied items the policy puts first, ``wanted[r]`` a row.
+
+    Small blocks (a sixteenth of the chunk or less, as when scores are quantized) are listed and
+    ordered; larger ones are never listed: a top-k over a key picks the wanted items.
+    """
+    if 16 * int(torch.count_nonzero(tied)) <= tied.numel():
+        return _chosen_from_list(tied, wanted, ties, labels)
+    width = int(wanted.max())
+    rows = torch.arange(tied.shape[0], device=tied.device)[:, None].expand(-1, width)
+    ordinal = torch.arange(width, device=tied.device).expand(tied.shape[0], -1)
+    if ties in ("first", "last", "average"):
+        columns, valid = _first_of(tied, wanted, width, from_end=ties == "last")
+        return rows[valid], ordinal[valid], columns[valid]
+    # By label, then lowest index: the labels strictly better than the wanted[r]-th best label
+    # of the block are all taken; the remaining slots go to the lowest indices of that label.
+    largest = ties == "optimistic"
+    key = torch.where(tied, labels, _label_sentinel(labels, largest))
+    values, better_columns = torch.topk(key, width, dim=1, largest=largest)
+    cut = values.gather(1, (wanted - 1).clamp(min=0)[:, None])
+    # The top-k's entries before the cut value are exactly the strictly better tied items.
+    better_valid = (ordinal < wanted[:, None]) & ((values > cut) if largest else (values < cut))
+    num_better = better_valid.sum(dim=1)
+    level = tied & (key == cut)
+    level_columns, level_valid = _first_of(level, wanted - num_better, width)
+    level_ordinal = ordinal + num_better[:, None]
+    return (
+        torch.cat([rows[better_valid], rows[level_valid]]),
+        torch.cat([ordinal[better_valid], level_ordinal[level_valid]]),
+        torch.cat([better_columns[better_valid], level_columns[level_valid]]),
+    )
+
+
+def fill_tied_slots(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    indices: torch.Tensor,
+    crossing: torch.Tensor,
+    ties: str,
+    labels: torch.Tensor | None,
+) -> torch.Tensor:
+    """Refills the boundary slots of ``torch.topk``'s choice in the rows with a crossing tie.
+
+    Args:
+        scores: ``(batch, num_items)`` scores.
+        values / indices: ``torch.topk(scores, k)``'s sorted values and indices.
+        crossing: int64 rows whose k-th value also occurs below the cutoff.
+        ties: ``"first"`` / ``"average"`` (lowest indices), ``"last"`` (highest indices),
+            ``"optimistic"`` / ``"pessimistic"`` (highest / lowest labels, then lowest indices).
+        labels: ``(batch, num_items)`` labels for the label policies, else unused.
+
+    Returns:
+        ``indices`` with the slots holding the boundary value refilled by the policy's items;
+        the items above the boundary are already the right ones. The order within a row is
+        unspecified (the caller sorts).
+    """
+    k = values.shape[1]
+    boundary = values[:, -1]
+    # topk's values are sorted, so a row's boundary slots are its last ``slots`` columns.
+    slots = (values == boundary[:, None]).sum(dim=1)
+    if labels is not None and labels.dtype == torch.bool:
+        labels = labels.view(torch.uint8)
+    is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
+    wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
+    chosen_rows, chosen_slots, chosen_columns = [], [], []
+    for chunk_rows, take, target in _chunks(scores, boundary, crossing):
+        wanted = take(wanted_per_row)
+        if not bool(wanted.any()):
+            continue
+        chunk_labels = take(labels) if ties in ("optimistic", "pessimistic") else None
+        row, ordinal, column = _chosen_in_chunk(take(scores) == target, wanted, ties, chunk_labels)
+        chosen_rows.append(chunk_rows[row])
+        chosen_slots.append(k - wanted[row] + ordinal)
+        chosen_columns.append(column)
+    filled = indices.clone()
+    if chosen_rows:
+        filled[torch.cat(chosen_rows), torch.cat(chosen_slots)] = torch.cat(chosen_columns)
+    return filled
+
+
+@dataclass
+class BoundaryBlocks:
+    """The whole tied block at the cutoff of each crossing row (``ties="average"``).
+
+    Attributes:
+        rows: int64 rows whose last ranked block continues below the ranked depth.
+        size: float64 items of the block, over the whole row.
+        relevant: float64 relevant items of the block, over the whole row.
+    """
+
+    rows: torch.Tensor
+    size: torch.Tensor
+    relevant: torch.Tensor
+    _scores: torch.Tensor
+    _labels: torch.Tensor
+    _threshold: float | int
+    _boundary: torch.Tensor
+
+    def gain_sums(self, gain_of: GainOf) -> torch.Tensor:
+        """float64 total gain of each block: ``gain_of(labels, relevant, rows)`` summed over it."""
+        sums = torch.zeros(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
+        position = _position_of(self.rows, self._scores.shape[0])
+        for chunk_rows, take, target in _chunks(self._scores, self._boundary, self.rows):
+            labels = take(self._labels)
+            # Only the relevant items of a block have a gain: compute it for them alone.
+            hits = (take(self._scores) == target) & (labels >= self._threshold)
+            row, column = hits.nonzero(as_tuple=True)
+            gains = gain_of(labels[row, column], torch.ones_like(row, dtype=torch.bool), chunk_rows[row])
+            sums.index_add_(0, position[chunk_rows][row], gains)
+        return sums
+
+
+def _position_of(rows: torch.Tensor, batch: int) -> torch.Tensor:
+    """``(batch,)`` int64: each row's position in ``rows``, -1 for rows not in it."""
+    position = torch.full((batch,), -1, dtype=torch.int64, device=rows.device)
+    return position.index_copy(0, rows, torch.arange(rows.numel(), device=rows.device))
+
+
+def boundary_blocks(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    threshold: float | int,
+    boundary: torch.Tensor,
+    rows: torch.Tensor,
+) -> BoundaryBlocks:
+    """Size and relevant count of the block of value ``boundary[r]`` in each row ``r`` of ``rows``."""
+    size = torch.zeros(rows.numel(), dtype=torch.float64, device=scores.device)
+    relevant = torch.zeros_like(size)
+    position = _position_of(rows, scores.shape[0])
+    # Counting in a floating buffer: summing a boolean mask casts it to int64 first. float32
+    # counts are exact up to 2**24 items a row.
+    num_items = scores.shape[1]
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64
+    shape = (min(rows_per_chunk(num_items), scores.shape[0]), num_items)
+    tied_buffer = torch.empty(shape, dtype=dtype, device=scores.device)
+    hit_buffer = torch.empty_like(tied_buffer)
+    for chunk_rows, take, target in _chunks(scores, boundary, rows):
+        tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
+        hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
+        inside = position[chunk_rows] >= 0
+        at = position[chunk_rows][inside]
+        size.index_add_(0, at, tied.sum(dim=1)[inside].to(torch.float64))
+        relevant.index_add_(0, at, hits.sum(dim=1)[inside].to(torch.float64))
+    return BoundaryBlocks(rows, size, relevant, scores, labels, threshold, boundary)

@@ -1,0 +1,225 @@
+"""The ranking kernel on adversarial inputs, against brute force.
+
+All-tied rows, ties across the cutoff in some rows only, many relevant items, depths near or past
+the row length, every tie policy and score dtype, ±inf. The kernel works a few rows at a time;
+here a chunk is made a few rows long so that small batches cross chunk borders, and the top-k and
+the whole-row sort paths are both forced on the same data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
+
+from ignite_ranking import RankingMetrics, RPrecision
+from ignite_ranking import functional as F
+from ignite_ranking.kernels import boundary, ranking, top_indices
+
+POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
+METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision"]
+
+
+@pytest.fixture(params=["topk", "sort"])
+def path(request, monkeypatch):
+    """Forces the top-k path or the whole-row sort path, with chunks of a few rows."""
+    monkeypatch.setattr(boundary, "CHUNK_ELEMENTS", 64)
+    monkeypatch.setattr(ranking, "sorts_whole_rows", lambda k, n: request.param == "sort")
+    return request.param
+
+
+def patterned_batch(rng: np.random.Generator, batch: int, num_items: int, max_label: int = 3):
+    """Float64 scores whose rows are all tied, two-valued, quantized or distinct, with ±inf and -0.0."""
+    rows = []
+    for _ in range(batch):
+        kind = rng.integers(4)
+        if kind == 0:
+            row = np.full(num_items, rng.choice([0.0, -0.0, 1.5, math.inf, -math.inf]))
+        elif kind == 1:
+            row = rng.integers(0, 2, num_items).astype(np.float64)
+        elif kind == 2:
+            row = rng.integers(0, 4, num_items) / 2.0
+            row[rng.random(num_items) < 0.1] = math.inf
+            row[rng.random(num_items) < 0.1] = -math.inf
+        else:
+            row = rng.permutation(num_items).astype(np.float64)
+        rows.append(row)
+    scores = torch.from_numpy(np.stack(rows))
+    labels = rng.integers(0, max_label + 1, (batch, num_items)).astype(np.float64)
+    labels[rng.random((batch, num_items)) < 0.5] = 0.0
+    return scores, torch.from_numpy(labels)
+
+
+def assert_close(got, expected, message=None):
+    """Float64 values equal to the reference up to rounding (tensors or nested lists)."""
+    got = got.numpy() if isinstance(got, torch.Tensor) else np.asarray(got, dtype=np.float64)
+    np.testing.assert_allclose(
+        got, np.asarray(expected, dtype=np.float64), rtol=1e-12, atol=1e-15, err_msg=str(message)
+    )
+
+
+def policy_order(scores, labels, ties):
+    """Every index of one row in ranking order, by an explicit sort key."""
+    keys = {
+        "first": lambda i: (-scores[i], i),
+        "average": lambda i: (-scores[i], i),
+        "last": lambda i: (-scores[i], -i),
+        "optimistic": lambda i: (-scores[i], -labels[i], i),
+        "pessimistic": lambda i: (-scores[i], labels[i], i),
+    }
+    return sorted(range(len(scores)), key=keys[ties])
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+@pytest.mark.parametrize("dtype", SCORE_DTYPES, ids=str)
+def test_top_indices_follow_the_policy_on_every_tie_pattern(path, ties, dtype):
+    rng = np.random.default_rng(sum(map(ord, ties + str(dtype) + path)))
+    for _ in range(4):
+        batch, n = int(rng.integers(1, 14)), int(rng.integers(1, 24))
+        scores, labels = patterned_batch(rng, batch, n)
+        scores = scores.to(dtype)
+        rows = list(zip(scores.to(torch.float64).tolist(), labels.tolist(), strict=True))
+        orders = [policy_order(s, lab, ties) for s, lab in rows]
+        for k in sorted({1, 2, n // 2 + 1, n - 1, n, n + 3} - {0}):
+            got = top_indices(scores, k, ties, labels).tolist()
+            assert got == [order[:k] for order in orders], (ties, k, scores, labels)
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+@pytest.mark.parametrize("label_dtype", [torch.bool, torch.uint8, torch.int64, torch.float16, torch.float32])
+def test_label_policies_on_all_tied_rows_and_extreme_labels(path, ties, label_dtype):
+    rng = np.random.default_rng(len(ties) + len(str(label_dtype)))
+    scores = torch.zeros(9, 40)
+    scores[::3, :5] = 1.0  # some rows have a tie at the cutoff only among lower scores
+    labels = torch.from_numpy(rng.integers(0, 3, (9, 40)))
+    if label_dtype.is_floating_point:
+        labels = labels.to(label_dtype)
+        labels[1, [3, 17]] = -math.inf
+        labels[2, [0, 39]] = math.inf
+    else:
+        labels = labels.to(label_dtype)
+    rows = list(zip(scores.tolist(), labels.to(torch.float64).tolist(), strict=True))
+    for k in (1, 3, 7, 20, 39):
+        got = top_indices(scores, k, ties, labels).tolist()
+        assert got == [policy_order(s, lab, ties)[:k] for s, lab in rows], (k, labels)
+
+
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_metrics_match_the_reference_on_tied_and_crowded_rows(path, ties):
+    rng = np.random.default_rng(11 if ties == "first" else 12)
+    for _ in range(3):
+        batch, n = int(rng.integers(2, 12)), int(rng.integers(5, 30))
+        y_pred, y = patterned_batch(rng, batch, n)
+        y[: batch // 2] = torch.from_numpy(rng.integers(1, 4, (batch // 2, n))).double()  # all relevant
+        top_k = [1, 2, n - 1, n, n + 4]
+        for metric in METRICS:
+            got = functional_values(metric, y_pred, y, top_k, ties=ties)
+            expected = per_query(y_pred, y, metric, top_k, ties=ties)
+            assert_close(got, expected, metric)
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+def test_label_policy_metrics_match_their_explicit_order(path, ties):
+    rng = np.random.default_rng(21)
+    y_pred, y = patterned_batch(rng, 10, 17)
+    top_k = [1, 4, 16, 17, 30]
+    got = {m: functional_values(m, y_pred, y, top_k, ties=ties) for m in METRICS}
+    for b, (s, lab) in enumerate(zip(y_pred.tolist(), y.tolist(), strict=True)):
+        ranked = [lab[i] for i in policy_order(s, lab, ties)]
+        for metric in METRICS:
+            expected = ranked_values(ranked, metric, top_k)
+            assert_close(got[metric][b], expected, metric)
+
+
+def test_average_with_a_cutoff_inside_the_block_equals_the_fully_ranked_value(path):
+    # Ranked only to k, a row whose block runs past k reads that block's statistics over the
+    # whole row; ranked to the end, every block is held whole. Both must agree.
+    rng = np.random.default_rng(31)
+    y_pred, y = patterned_batch(rng, 12, 25)
+    y[0] = torch.from_numpy(rng.integers(1, 4, 25)).double()  # every item relevant
+    for metric in METRICS[:-1]:
+        for k in (1, 3, 10):
+            shallow = functional_values(metric, y_pred, y, [k], ties="average")
+            deep = functional_values(metric, y_pred, y, [k, 25], ties="average")[:, :1]
+            assert_close(shallow, deep, (metric, k))
+
+
+def test_average_all_tied_rows_have_closed_form_values(path):
+    # n tied items, r relevant: E[P@k] = r / n, E[Hit@k] = 1 - C(n - r, k) / C(n, k).
+    n, r = 40, 6
+    y_pred = torch.zeros(3, n)
+    y = torch.zeros(3, n)
+    y[:, torch.arange(r) * 5] = 1
+    for k in (1, 5, 39):
+        assert torch.allclose(F.precision(y_pred, y, [k], ties="average"), torch.tensor(r / n).double())
+        hit = 1 - math.comb(n - r, k) / math.comb(n, k)
+        assert torch.allclose(F.hit_rate(y_pred, y, [k], ties="average"), torch.tensor(hit).double())
+    ndcg = F.ndcg(y_pred, y, [n], ties="average")
+    mean_dcg = (r / n) * sum(1 / math.log2(i + 2) for i in range(n))
+    ideal = sum(1 / math.log2(i + 2) for i in range(r))
+    assert torch.allclose(ndcg, torch.tensor(mean_dcg / ideal).double())
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_r_precision_with_half_the_items_relevant(path, ties):
+    rng = np.random.default_rng(41)
+    y_pred, y = patterned_batch(rng, 8, 30)
+    y = (torch.from_numpy(rng.random((8, 30))) < 0.5).double()
+    metric = RPrecision(ties=ties)
+    metric.update((y_pred, y))
+    per_row = F.r_precision(y_pred, y, ties=ties)
+    if ties in ("first", "last"):
+        assert per_row[:, None].tolist() == per_query(y_pred, y, "r_precision", ties=ties)
+    assert metric.compute() == pytest.approx(per_row[y.sum(dim=1) > 0].mean().item(), abs=1e-15)
+
+
+def test_group_with_many_relevant_items_equals_its_members(path):
+    from ignite_ranking import NDCG, Recall
+
+    rng = np.random.default_rng(51)
+    y_pred = torch.from_numpy(rng.standard_normal((16, 50)))
+    y = torch.from_numpy(rng.integers(0, 4, (16, 50)))
+    y[:, :45] = torch.clamp(y[:, :45], min=1)  # 45+ relevant items a row, far past the depth
+    group = RankingMetrics(ndcg=NDCG([1, 5]), recall=Recall([1, 5]))
+    group.update((y_pred, y))
+    recall = F.recall(y_pred, y, [1, 5]).mean(dim=0).tolist()
+    ndcg = F.ndcg(y_pred, y, [1, 5]).mean(dim=0).tolist()
+    got = group.compute()
+    assert [got["recall@1"], got["recall@5"]] == pytest.approx(recall, abs=1e-15)
+    assert [got["ndcg@1"], got["ndcg@5"]] == pytest.approx(ndcg, abs=1e-15)
+    assert recall == pytest.approx(np.mean(per_query(y_pred, y, "recall", [1, 5]), axis=0).tolist())
+
+
+def test_many_cutoffs_past_a_short_row():
+    rng = np.random.default_rng(61)
+    y_pred, y = patterned_batch(rng, 6, 12)
+    top_k = list(range(1, 300))
+    for metric in ("mrr", "precision", "ndcg", "map"):
+        got = functional_values(metric, y_pred, y, top_k)
+        assert_close(got, per_query(y_pred, y, metric, top_k), metric)
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_rows_rising_along_their_length_are_ranked_exactly(ties):
+    # Long enough rows for the CPU top-k's heap regime, which reads rising rows backwards.
+    rng = np.random.default_rng(71)
+    n = 900
+    rising = torch.arange(n, dtype=torch.float64).repeat(4, 1)
+    rising[1] = torch.from_numpy(np.sort(rng.integers(0, 50, n))).double()  # rising, with ties
+    rising[2] = torch.from_numpy(rng.permutation(n)).double()  # not rising: read as it is
+    rising[3, 500:] = math.inf
+    labels = torch.from_numpy(rng.integers(0, 3, (4, n))).double()
+    labels[0] = torch.arange(n) % 4  # labels rising too, for the ideal order of NDCG
+    rows = list(zip(rising.tolist(), labels.tolist(), strict=True))
+    for k in (1, 5, 13):
+        values, indices = ranking.top_k_rows(rising, k)
+        assert torch.equal(values, torch.topk(rising, k, dim=1).values)
+        assert torch.equal(rising.gather(1, indices), values)
+        got = top_indices(rising, k, ties, labels).tolist()
+        assert got == [policy_order(s, lab, ties)[:k] for s, lab in rows]
+    if ties in ("first", "last"):
+        got = functional_values("ndcg", rising, labels, [1, 5, 13], ties=ties)
+        assert_close(got, per_query(rising, labels, "ndcg", [1, 5, 13], ties=ties))
