@@ -186,6 +186,11 @@ def test_duplicate_below_the_cutoff_is_refused(name, measure):
         ("NumRet", "num_ret", None, None),
         ("NumRelRet", "num_rel_ret", None, 1),
         ("num_rel_ret", "num_rel_ret", None, None),
+        ("bpref", "bpref", None, None),
+        ("Bpref(rel=2)", "bpref", None, 2),
+        ("ERR@20", "err", 20, None),
+        ("nERR@5", "nerr", 5, None),
+        ("Judged@10", "judged", 10, None),
     ],
 )
 def test_parse_measure(name, family, k, rel):
@@ -206,7 +211,7 @@ def test_parse_measure(name, family, k, rel):
         (["ndcg.1=0.5,2=3"], ["ndcg_1=0.5,2=3"]),
         (
             ["official"],
-            ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
+            ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank"]
             + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
         ),
     ],
@@ -215,12 +220,43 @@ def test_parse_trec_eval_parameters(names, expected):
     assert [m.name for m in parse_measures(names)] == expected
 
 
+@pytest.mark.parametrize(
+    ("name", "family", "p", "judged_only"),
+    [
+        ("rbp", "rbp", 0.9, False),  # trec_eval's default p
+        ("rbp.p=0.8", "rbp", 0.8, False),
+        ("rbp_resid.p=0.5", "rbp_resid", 0.5, False),
+        ("RBP", "rbp", 0.8, False),  # ir_measures' default p
+        ("RBP(p=0.95)", "rbp", 0.95, False),
+        ("P(judged_only=True)@10", "P", None, True),
+        ("nDCG(judged_only=True)@10", "ndcg", None, True),
+        ("AP(judged_only=True)", "map", None, True),
+        ("RR(judged_only=False)", "recip_rank", None, False),
+    ],
+)
+def test_parse_persistence_and_judged_only(name, family, p, judged_only):
+    measure = parse_measure(name)
+    assert (measure.family, measure.p, measure.judged_only) == (family, p, judged_only)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["rbp.p=1", "rbp.p=x", "rbp.q=0.5", "RBP(p=0)", "R(judged_only=True)@5", "bpref@10", "Judged(rel=2)@5"],
+)
+def test_bad_persistence_measures_are_refused(name):
+    with pytest.raises(ValueError, match="measure"):
+        parse_measure(name)
+
+
 def test_parse_all_trec_has_the_supported_measures():
     families = {m.family for m in parse_measures(["all_trec"])}
     assert families == {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"} | {
         "recall",
         "ndcg",
         "success",
+        "bpref",
+        "rbp",
+        "rbp_resid",
     }
 
 
@@ -232,7 +268,7 @@ def test_parse_custom_gains():
     "name",
     [
         *("foo@10", "P_0", "Rprec@5", "mrr@0", "P.x", "bpref.5", "ndcg.1=x", "ndcg.a=1", "P(rel=x)@5"),
-        *("NumQ@5", "nDCG(judged_only=True)@5", "R(rel=2)@5", "map.10"),
+        *("NumQ@5", "nDCG(judged_only=yes)@5", "R(rel=2)@5", "map.10"),
     ],
 )
 def test_parse_measure_refuses(name):

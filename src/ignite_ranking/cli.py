@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
         help="average over every qrels query, counting those missing from the run as 0 (trec_eval -c)",
     )
     ev.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="compute every measure without the unjudged documents of the run (trec_eval -J)",
+    )
+    ev.add_argument(
         "-q",
         "--per-query",
         action="store_true",
@@ -109,6 +115,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         ties=args.ties,
         score_precision=args.score_precision,
         missing_as_zero=args.missing_as_zero,
+        judged_only=args.judged_only,
         batch_size=args.batch_size,
         progress=progress,
         num_threads=args.threads,

@@ -6,8 +6,10 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 ``ir_measures.pytrec_eval`` on large runs, with the same values:
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
-  ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, with ``rel=`` where
-  ir_measures has it; not ``judged_only=True`` nor ``nDCG(gains=...)``.
+  ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
+  ``Judged@k``, ``ERR@k``, with ``rel=`` where ir_measures has it and ``judged_only=True`` on
+  P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
+  trec_eval), where ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
   provider is made with ``score_precision="float64"`` (trec_eval 10); equal scores are ordered by
   document id descending, as trec_eval does. (ir_measures computes ``RR@k`` with its msmarco
@@ -65,6 +67,9 @@ _FAMILIES = {
     "NumQ": "num_q",
     "NumRel": "num_rel",
     "NumRet": "num_ret",
+    "Bpref": "bpref",
+    "Judged": "judged",
+    "ERR": "err",
 }
 
 
@@ -74,7 +79,8 @@ def _to_measure(measure) -> Measure:
     family = _FAMILIES[measure.NAME]
     cutoff = params.get("cutoff", _NOT_PROVIDED)
     rel = params.get("rel", _NOT_PROVIDED)
-    if measure.NAME in ("nDCG", "NumQ"):
+    judged_only = params.get("judged_only", _NOT_PROVIDED)
+    if measure.NAME in ("nDCG", "NumQ", "Judged", "ERR"):
         rel = _NOT_PROVIDED  # level-free
     elif rel is _NOT_PROVIDED and measure.NAME != "NumRet":
         rel = 1  # ir_measures' default
@@ -85,6 +91,7 @@ def _to_measure(measure) -> Measure:
         family=family,
         k=None if cutoff is _NOT_PROVIDED else int(cutoff),
         rel=None if rel is _NOT_PROVIDED else int(rel),
+        judged_only=judged_only is not _NOT_PROVIDED and bool(judged_only),
     )
 
 
@@ -211,18 +218,19 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
 
     NAME = "ignite_ranking"
     SUPPORTED_MEASURES: ClassVar[list] = [
-        _im._P(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._P(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._R(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._AP(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._RR(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._nDCG(
-            cutoff=Any(), dcg=Choices("log2"), gains=Choices(_NOT_PROVIDED), judged_only=Choices(False)
-        ),
+        _im._AP(cutoff=Any(), rel=Any(), judged_only=Any()),
+        _im._RR(cutoff=Any(), rel=Any(), judged_only=Any()),
+        _im._nDCG(cutoff=Any(), dcg=Choices("log2"), gains=Choices(_NOT_PROVIDED), judged_only=Any()),
         _im._Success(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
         _im._Rprec(rel=Any(), judged_only=Choices(False)),
         _im._NumQ(),
         _im._NumRel(rel=Any()),
         _im._NumRet(rel=Any()),
+        _im._Bpref(rel=Any()),
+        _im._Judged(cutoff=Any()),
+        _im._ERR(cutoff=Any()),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -237,7 +245,8 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         if unsupported:
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
-                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet (no judged_only, no gains)"
+                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
+                "(judged_only on P, AP, RR, nDCG; no gains)"
             )
         return _Evaluator(measures, as_qrels(qrels), self.score_precision)
 

@@ -1,6 +1,6 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
-from . import scoring
+from . import auc, exposure, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .forms import Ranking, Retrieved, normalize
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
@@ -13,13 +13,17 @@ __all__ = [
     "RankedBatch",
     "Ranking",
     "Retrieved",
+    "auc",
     "check_flag",
     "check_gain_function",
     "check_inputs",
     "check_threshold",
     "check_ties",
+    "exposure",
+    "judged",
     "normalize",
     "normalize_top_k",
+    "persistence",
     "rank_batch",
     "scoring",
     "top_indices",

@@ -105,6 +105,16 @@ class RankedBatch:
             :func:`ideal_order`), or None when the batch was ranked without ``ideal=True``.
         ideal_relevant: ``(batch, K)`` relevance of ``ideal_labels`` (1.0/0.0), or None.
         blocks: the tied blocks under ``ties="average"``, else None.
+        judged: ``(batch, K)`` 1.0 where the item at that rank is judged, 0.0 where it is not
+            (absent from the judgements, or masked out); None when every item is judged (dense
+            inputs without a mask). Read by the measures of :mod:`.judged` and :mod:`.persistence`.
+        num_nonrelevant: ``(batch,)`` judged non-relevant items of each row (all items, not only
+            K), or None when not counted; bpref divides by it.
+        retrieved: ``(batch,)`` the ranked positions that hold a real item (a padded row holds
+            fewer than K), or None when all K do.
+        indices: ``(batch, K)`` int64 column of the item at each rank (catalog measures), or None.
+        scores: ``(batch, K)`` float64 score of the item at each rank (AUC), or None when not
+            gathered.
     """
 
     labels: torch.Tensor
@@ -113,6 +123,11 @@ class RankedBatch:
     ideal_labels: torch.Tensor | None = None
     ideal_relevant: torch.Tensor | None = None
     blocks: TieBlocks | None = None
+    judged: torch.Tensor | None = None
+    num_nonrelevant: torch.Tensor | None = None
+    retrieved: torch.Tensor | None = None
+    indices: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property

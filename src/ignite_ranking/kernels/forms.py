@@ -98,6 +98,7 @@ class Ranking:
     cover_relevant: bool = False
     count: bool = True
     ignore_index: int | None = None
+    keep_indices: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         ideal=ranking.ideal,
         cover_relevant=ranking.cover_relevant,
         count=ranking.count,
+        keep_indices=ranking.keep_indices,
     )
     return Normalized(ranked, rows)
 
@@ -326,6 +328,8 @@ class _Candidates:
     ``judged_rows`` / ``judged_labels`` list every judged item of every query (for R and IDCG),
     or are None when the judged items are exactly the valid listed ones (flat rows, dense rows).
     ``index_ascending`` says that ``index`` ascends along each row (no sort needed for it).
+    ``judged`` (bool, the lists' shape) flags the listed items found among the judgements, or
+    is None when every listed item is judged.
     """
 
     scores: torch.Tensor | None
@@ -335,6 +339,7 @@ class _Candidates:
     judged_rows: torch.Tensor | None = None
     judged_labels: torch.Tensor | None = None
     index_ascending: bool = False
+    judged: torch.Tensor | None = None
 
     @classmethod
     def scatter(cls, queries, width, query, position, scores, index, labels) -> _Candidates:
@@ -395,6 +400,7 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         relevant=relevant[:, :keep].to(_F64),
         num_relevant=counts.to(_F64),
     )
+    _mark_judged(ranked, c, order, keep, threshold)
     if ranking.ideal:
         if c.judged_labels is None:
             gains = torch.where(listed_relevant, c.labels, torch.zeros_like(c.labels))
@@ -417,6 +423,22 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     return ranked
 
 
+def _mark_judged(
+    ranked: RankedBatch, c: _Candidates, order: torch.Tensor, keep: int, threshold: float
+) -> None:
+    """The ranked lists' real positions, their indices (-1 past a list's end), judged flags and
+    judged non-relevant count N."""
+    listed = c.valid.gather(1, order)[:, :keep]
+    ranked.retrieved = listed.sum(dim=1).to(_F64)
+    ranked.indices = torch.where(listed, c.index.gather(1, order)[:, :keep], -1)
+    if c.judged is None:
+        ranked.num_nonrelevant = (c.valid & (c.labels < threshold)).sum(dim=1).to(_F64)
+        return
+    ranked.judged = (c.judged.gather(1, order)[:, :keep] & listed).to(_F64)
+    below = c.judged_labels < threshold
+    ranked.num_nonrelevant = torch.bincount(c.judged_rows[below], minlength=c.queries).to(_F64)
+
+
 def _widen(c: _Candidates, width: int) -> _Candidates:
     """The lists padded with invalid slots to ``width``."""
     extra = width - c.labels.shape[1]
@@ -430,6 +452,7 @@ def _widen(c: _Candidates, width: int) -> _Candidates:
         index=pad(c.index, 0),
         labels=pad(c.labels, 0.0),
         valid=pad(c.valid, False),
+        judged=pad(c.judged, False),
     )
 
 
@@ -575,11 +598,13 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     counts = torch.bincount(cand_rows, minlength=batch)
     starts = counts.cumsum(0) - counts
     position = torch.arange(cand_rows.numel(), device=y_pred.device) - starts[cand_rows]
-    labels = _lookup(cand_rows, cand_cols, rows, cols, values, num_items)[0]
+    labels, found = _lookup(cand_rows, cand_cols, rows, cols, values, num_items)
     width = int(counts.max()) if batch else 0
     scores = y_pred[cand_rows, cand_cols].to(_F64)
     c = _Candidates.scatter(batch, width, cand_rows, position, scores, cand_cols, labels)
-    return replace(c, judged_rows=rows, judged_labels=values, index_ascending=True)
+    judged = torch.zeros_like(c.valid)
+    judged[cand_rows, position] = found
+    return replace(c, judged_rows=rows, judged_labels=values, index_ascending=True, judged=judged)
 
 
 def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Tensor:
@@ -670,7 +695,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         dropped = judged_labels == ignore_index
         judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
     labels = torch.where(valid, labels, torch.zeros_like(labels))
-    return _Candidates(scores, ids, labels, valid, judged_rows, judged_labels)
+    return _Candidates(scores, ids, labels, valid, judged_rows, judged_labels, judged=found & valid)
 
 
 def check_ignore_index(ignore_index: object) -> int | None:

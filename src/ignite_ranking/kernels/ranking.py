@@ -171,6 +171,7 @@ def rank_batch(
     ideal: bool = False,
     cover_relevant: bool = False,
     count: bool = True,
+    keep_indices: bool = False,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -186,6 +187,8 @@ def rank_batch(
         count: count each row's relevant items (recall, AP and R-Precision divide by it). If
             False, ``num_relevant`` only tells whether a row has one (1.0) or not (0.0), which is
             all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
+        keep_indices: keep the ranked items' columns as ``RankedBatch.indices`` (AUC's scores,
+            the catalog measures); otherwise they are dropped as soon as possible.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = None
@@ -209,9 +212,12 @@ def rank_batch(
     relevant = native >= threshold
     ranked_labels = native.to(torch.float64)
     del native
+    kept = indices if keep_indices else None
     if ties != "average":
         del indices
-    batch = RankedBatch(labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant)
+    batch = RankedBatch(
+        labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant, indices=kept
+    )
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     if ties == "average":

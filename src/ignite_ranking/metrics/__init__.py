@@ -1,23 +1,37 @@
 """Ignite metrics, one module each, sharing :class:`~ignite_ranking.metrics.base.RankingMetric`."""
 
+from .auc import AUC, GAUC
 from .average_precision import MAP
 from .base import RankingMetric
+from .exposure import Coverage, GiniIndex
 from .group import RankingMetrics
 from .hit_rate import HitRate
+from .judged import Bpref, Judged
 from .mrr import MRR
 from .ndcg import NDCG
 from .per_query import PerQuery
+from .persistence import ERR, NERR, RBP, RBPResidual
 from .precision import Precision
 from .r_precision import RPrecision
 from .recall import Recall
 
 __all__ = [
+    "AUC",
+    "ERR",
+    "GAUC",
     "MAP",
     "MRR",
     "NDCG",
+    "NERR",
+    "RBP",
+    "Bpref",
+    "Coverage",
+    "GiniIndex",
     "HitRate",
+    "Judged",
     "PerQuery",
     "Precision",
+    "RBPResidual",
     "RPrecision",
     "RankingMetric",
     "RankingMetrics",

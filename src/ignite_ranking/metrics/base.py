@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
@@ -11,9 +12,10 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
-from ..kernels import RankedBatch, check_flag, check_threshold, check_ties, normalize_top_k
+from ..kernels import RankedBatch, check_flag, check_inputs, check_threshold, check_ties, normalize_top_k
 from ..kernels.forms import (
     FlatRows,
+    Normalized,
     Ranking,
     Retrieved,
     check_ignore_index,
@@ -22,20 +24,81 @@ from ..kernels.forms import (
     held_to_state,
     normalize,
 )
-from .per_query import PerQuery, gather_per_query, query_keys, split_query_ids
+from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
-__all__ = ["RankingMetric"]
+__all__ = ["RankingMetric", "normalize_judged"]
+# A depth that makes the kernel rank every item of a row.
+_WHOLE_ROW = sys.maxsize // 2
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
 _SETTINGS = "_settings"
+
+
+def normalize_judged(
+    output: object,
+    ranking: Ranking,
+    judged: object,
+    metrics: Sequence[RankingMetric],
+    *,
+    held: FlatRows | None,
+) -> Normalized:
+    """:func:`~ignite_ranking.kernels.forms.normalize` plus what the unjudged-aware metrics read.
+
+    ``judged`` is the dense form's optional mask (bool, the shape of ``y``, True = judged);
+    the other forms tell unjudged items by their absence from the labels. The batch is ranked
+    once for all ``metrics``; their judged flags, N and ranked scores are read off that ranking.
+    """
+    dense = (
+        isinstance(output, Sequence)
+        and not isinstance(output, (str, bytes))
+        and len(output) == 2
+        and isinstance(output[1], torch.Tensor)
+        and output[1].layout == torch.strided
+    )
+    if judged is not None and not dense:
+        raise ValueError(
+            "judged masks go with the dense (y_pred, y) form; in the sparse-label and Retrieved forms "
+            "an item absent from the labels is unjudged, and flat rows are all judged."
+        )
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    if flat and any(m.needs_items for m in metrics):
+        raise ValueError(
+            "Coverage and GiniIndex count catalog items: pass (y_pred, y) or a Retrieved, whose "
+            "columns or ids are items; flat (preds, target, indexes) rows name none."
+        )
+    y = None
+    if dense:
+        y_pred, y = output
+        if judged is not None:  # without a mask the batch goes through as it is (checked once)
+            check_inputs(y_pred, y)
+            output = (y_pred, mask_unjudged(y.detach(), judged))
+    normalized = normalize(output, ranking, held=held, hold_last=True)
+    ranked = normalized.ranked
+    threshold = ranking.relevance_threshold
+    if y is not None:
+        nonrelevant = any(m.needs_nonrelevant for m in metrics)
+        mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
+    if any(m.needs_scores for m in metrics):
+        if y is None:
+            raise ValueError("AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form.")
+        at = ranked.indices
+        scores = output[0].detach().gather(1, at.clamp(min=0)).to(torch.float64)
+        ranked.scores = torch.where(at >= 0, scores, -torch.inf)  # past a list's end: no item
+    return normalized
 
 
 class RankingMetric(Metric):
     """Base of the ranking metrics: per-cutoff float64 sums and an int64 query count.
 
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
-    and ``covers_relevant`` tell the kernel what to gather, and ``takes_top_k = False`` marks a
-    metric with one value and no cutoffs. The state is a few numbers per cutoff,
+    and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
+    ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
+    ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
+    the item ids; ``has_per_query_values = False`` marks a metric that pools its queries, and
+    ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
+    ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
+    without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
     held back until the next update or :meth:`compute` (see :doc:`/inputs`).
 
@@ -49,6 +112,12 @@ class RankingMetric(Metric):
     needs_counts = False
     needs_ideal = False
     covers_relevant = False
+    whole_row = False
+    needs_nonrelevant = False
+    needs_scores = False
+    needs_items = False
+    has_per_query_values = True
+    zero_without_hits = True
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
@@ -66,8 +135,12 @@ class RankingMetric(Metric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        judged_only: bool = False,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.judged_only = check_flag("judged_only", judged_only)
+        if self.judged_only and ties == "average":
+            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
         self.ignore_index = check_ignore_index(ignore_index)
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
@@ -78,6 +151,8 @@ class RankingMetric(Metric):
     @property
     def depth(self) -> int:
         """How many ranked positions per query the metric reads."""
+        if self.whole_row or self.judged_only:
+            return _WHOLE_ROW
         return self.top_k[-1] if self.top_k else 1
 
     @property
@@ -93,6 +168,10 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
+    def counted(self, ranked: RankedBatch) -> torch.Tensor:
+        """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""
+        return ranked.num_relevant > 0
+
     @property
     def ranking(self) -> Ranking:
         """What this metric needs of a ranked batch."""
@@ -104,6 +183,7 @@ class RankingMetric(Metric):
             cover_relevant=self.covers_relevant,
             count=self.needs_counts,
             ignore_index=self.ignore_index,
+            keep_indices=self.needs_items or self.needs_scores,
         )
 
     @reinit__is_reduced
@@ -124,9 +204,10 @@ class RankingMetric(Metric):
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
         """Adds a batch in any input form: ``(y_pred, y)`` (``y`` dense or sparse),
         ``(preds, target, indexes)`` or a :class:`~ignite_ranking.Retrieved`; with
-        ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too."""
-        output, query_ids = split_query_ids(output)
-        normalized = normalize(output, self.ranking, held=self._held, hold_last=True)
+        ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too; a dense batch may carry
+        ``{"judged": mask}`` there (see :doc:`/metrics/judged`)."""
+        output, query_ids, judged = split_extras(output)
+        normalized = normalize_judged(output, self.ranking, judged, [self], held=self._held)
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
@@ -141,14 +222,18 @@ class RankingMetric(Metric):
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid)."""
-        values = self.score(ranked)
+        values = self.score(condense(ranked) if self.judged_only else ranked)
         if self._per_query:
             self._keep_per_query(ranked, values, query_ids)
         if self.ignore_zero_hits:
             # A query without relevant items scores 0 (the scorers' contract), so it adds nothing
             # to the sums and only the count leaves it out: no host synchronization, and no
-            # masked copy of the (batch, cutoffs) values, which can be large.
-            self._num_examples += (ranked.num_relevant > 0).sum().to(self._device)
+            # masked copy of the (batch, cutoffs) values, which can be large. Measures that
+            # score such a query (Judged@k, the RBP residual) are masked.
+            counted = self.counted(ranked)
+            if not self.zero_without_hits:
+                values = torch.where(counted[:, None], values, torch.zeros_like(values))
+            self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
         self._sum_per_k += values.sum(dim=0).to(self._device)
@@ -162,7 +247,7 @@ class RankingMetric(Metric):
         batch = values.shape[0]
         keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
         if self.ignore_zero_hits:
-            counted = (ranked.num_relevant > 0).cpu()
+            counted = self.counted(ranked).cpu()
             values, keys = values[counted.to(values.device)], keys[counted]
         self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
         self._query_keys.append(keys)
@@ -223,7 +308,13 @@ class RankingMetric(Metric):
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
              'ties': 'first', 'ignore_index': None, 'gain_function': 'linear_rank'}
         """
-        return {"metric": self.name, **{key: copy.copy(getattr(self, key)) for key in self._settings_keys}}
+        settings = {
+            "metric": self.name,
+            **{key: copy.copy(getattr(self, key)) for key in self._settings_keys},
+        }
+        if self.judged_only:  # only when set, so that states saved before the option still load
+            settings["judged_only"] = True
+        return settings
 
     def _state_dict_per_rank(self) -> OrderedDict:
         # Copies, so that later updates never change a state the user saved.
@@ -287,6 +378,7 @@ class RankingMetric(Metric):
             for key in own
             if key not in saved or saved[key] != own[key]
         ]
+        differ += [f"{key} (saved {saved[key]!r}, not set here)" for key in saved if key not in own]
         if differ:
             raise ValueError(
                 f"state_dict was saved by a metric with other settings than this {type(self).__name__}, "

@@ -16,10 +16,9 @@ from ..kernels.forms import (
     flush,
     held_from_state,
     held_to_state,
-    normalize,
 )
-from .base import RankingMetric
-from .per_query import PerQuery, query_keys, split_query_ids
+from .base import RankingMetric, normalize_judged
+from .per_query import PerQuery, query_keys, split_extras
 
 __all__ = ["RankingMetrics"]
 
@@ -111,10 +110,17 @@ class RankingMetrics(MetricGroup):
             cover_relevant=any(m.covers_relevant for m in members_list),
             count=any(m.needs_counts for m in members_list),
             ignore_index=ignore_index,
+            keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
         if per_query:
+            pooled = [name for name, m in merged.items() if not m.has_per_query_values]
+            if pooled:
+                raise ValueError(
+                    f"per_query=True needs members with a value per query; {pooled} pool their "
+                    "queries (GAUC, Coverage, GiniIndex): put them in a group without per_query."
+                )
             if len({m.ignore_zero_hits for m in merged.values()}) > 1:
                 raise ValueError(
                     "members of a per_query RankingMetrics must share ignore_zero_hits, so that they "
@@ -130,10 +136,11 @@ class RankingMetrics(MetricGroup):
         super().reset()
 
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
-        output, query_ids = split_query_ids(output)
-        normalized = normalize(output, self._ranking, held=self._held, hold_last=True)
+        output, query_ids, judged = split_extras(output)
+        members = list(self.metrics.values())
+        normalized = normalize_judged(output, self._ranking, judged, members, held=self._held)
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
-        for metric in self.metrics.values():
+        for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
 

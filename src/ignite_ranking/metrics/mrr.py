@@ -45,6 +45,13 @@ class MRR(RankingMetric):
             :meth:`per_query_values` and :func:`ignite_ranking.compare.compare`; an update may then
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
         ignore_index: items (flat rows) whose label equals it are left out, as in torchmetrics.
+        judged_only: score each query's ranking with its unjudged items removed (Sakai's
+            condensed list; trec_eval ``-J``, ir_measures ``judged_only=True``). Unjudged items
+            are those absent from sparse labels or a Retrieved's ``relevant``, or those an
+            update's ``(y_pred, y, {"judged": mask})`` marks False (dense inputs are fully
+            judged otherwise). It ranks whole rows, O(n log n) per row instead of top-k. Also
+            offered by :class:`~ignite_ranking.Precision`, :class:`~ignite_ranking.MAP`,
+            :class:`~ignite_ranking.NDCG` and :class:`~ignite_ranking.Recall`.
 
     Example:
         >>> import torch

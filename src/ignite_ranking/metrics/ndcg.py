@@ -50,6 +50,7 @@ class NDCG(RankingMetric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        judged_only: bool = False,
     ):
         super().__init__(
             top_k,
@@ -61,6 +62,7 @@ class NDCG(RankingMetric):
             ties=ties,
             per_query=per_query,
             ignore_index=ignore_index,
+            judged_only=judged_only,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 

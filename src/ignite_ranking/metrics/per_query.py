@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "query_keys", "split_query_ids"]
+__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "query_keys", "split_extras"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,12 @@ class PerQuery:
         return int(self.keys.shape[0])
 
 
-def split_query_ids(output: object) -> tuple[object, object]:
-    """``(output without ids, ids or None)``: ids come as ``(y_pred, y, {"query_ids": ids})``."""
+def split_extras(output: object) -> tuple[object, object, object]:
+    """``(output without extras, ids or None, judged mask or None)``.
+
+    Extras come as a third element ``(y_pred, y, {"query_ids": ids, "judged": mask})``, either
+    key optional.
+    """
     if (
         isinstance(output, Sequence)
         and not isinstance(output, (str, bytes))
@@ -55,12 +59,13 @@ def split_query_ids(output: object) -> tuple[object, object]:
         and isinstance(output[2], Mapping)
     ):
         extra = output[2]
-        if set(extra) != {"query_ids"}:
+        if not extra or not set(extra) <= {"query_ids", "judged"}:
             raise ValueError(
-                f"the third element of an update must be {{'query_ids': ids}}, got keys {sorted(extra)}"
+                "the third element of an update must be a dict with 'query_ids' and/or 'judged', "
+                f"got keys {sorted(extra)}"
             )
-        return tuple(output[:2]), extra["query_ids"]
-    return output, None
+        return tuple(output[:2]), extra.get("query_ids"), extra.get("judged")
+    return output, None, None
 
 
 def check_query_ids(query_ids: object, batch: int, per_query: bool) -> torch.Tensor | None:

@@ -55,6 +55,7 @@ import numpy as np
 import torch
 
 from ..kernels import TIE_POLICIES, rank_batch
+from ..kernels.judged import condense
 from .gains import GainRule
 from .grid import docno_order, refuse_duplicates, refuse_sorted_duplicates, segments, top_cells
 from .io import Qrels, Run
@@ -120,6 +121,8 @@ def _torch_threads(num_threads: int | None):
 def _gain_rule(measure: Measure) -> GainRule | None:
     if measure.family == "ndcg_burges":
         return GainRule("exp")
+    if measure.family == "nerr":  # its ideal order: the judged grades, best first
+        return GainRule()
     if measure.family == "ndcg":
         return GainRule("custom", measure.gains) if measure.gains else GainRule()
     return None
@@ -150,6 +153,7 @@ def evaluate(
     ties: str = "trec",
     score_precision: str = "float64",
     missing_as_zero: bool = False,
+    judged_only: bool = False,
     batch_size: int = 2048,
     progress: bool = False,
     num_threads: int | None = 1,
@@ -169,6 +173,9 @@ def evaluate(
         score_precision: ``"float64"`` compares scores as trec_eval 10 does; ``"float32"`` rounds
             them to float32 first, as trec_eval 9.0.8 and earlier and pytrec_eval do.
         missing_as_zero: count qrels queries that the run lacks as 0 (``trec_eval -c``).
+        judged_only: compute every measure on the run without its unjudged documents (those
+            absent from the qrels or graded -1): trec_eval's ``-J``, Sakai's condensed lists.
+            A measure of its own can ask for it alone (``P(judged_only=True)@10``).
         batch_size: at most this many queries per padded batch (fewer when that gives each thread
             several batches).
         progress: show a tqdm progress bar on stderr.
@@ -183,6 +190,15 @@ def evaluate(
     """
     measures = parse_measures(metrics)
     _check_options(relevance_level, ties, score_precision)
+    if not isinstance(judged_only, bool):
+        raise TypeError(f"judged_only must be a bool, got {type(judged_only).__name__}")
+    if judged_only:
+        measures = [replace(m, judged_only=True) for m in measures]
+    condensing = any(m.judged_only for m in measures)
+    if condensing and ties == "average":
+        raise ValueError(
+            "judged-only measures are not defined under ties='average'; use 'trec', 'first' or 'last'"
+        )
     for m in measures:
         if m.rel is not None and m.rel < 0:
             raise ValueError(f"measure {m.name!r}: its relevance level must be >= 0, got {m.rel}")
@@ -207,6 +223,12 @@ def evaluate(
     num_relevant = {
         level: np.bincount(qrels.qid, weights=qrels.rel >= level, minlength=num_q) for level in levels
     }
+    num_nonrelevant = {
+        level: np.bincount(qrels.qid, weights=(qrels.rel >= 0) & (qrels.rel < level), minlength=num_q)
+        for level in levels
+    }
+    max_grade = np.zeros(num_q, dtype=np.float64)
+    np.maximum.at(max_grade, qrels.qid, np.maximum(qrels.rel, 0).astype(np.float64))
     rules = {rule for rule in map(_gain_rule, measures) if rule is not None}
     ideals = {rule: rule.ideal(qrels) for rule in rules}
 
@@ -223,14 +245,21 @@ def evaluate(
     max_rel = max((int(r.max()) for r in num_relevant.values() if r.size), default=0)
     max_ideal = max((int(i[2].max()) for i in ideals.values() if i[2].size), default=0)
     whole = max(max_len, max_rel, max_ideal, 1)  # covers every ranking and every ideal ranking
-    # (family, level, gain rule) -> ascending cutoffs
-    groups: dict[tuple[str, int, GainRule | None], list[int]] = {}
+
+    def key_of(m: Measure) -> tuple:
+        """(family, level, gain rule, judged only, p): the measures scored together."""
+        return (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m), m.judged_only, m.p)
+
+    # key -> ascending cutoffs
+    groups: dict[tuple, list[int]] = {}
     for m in measures:
-        key = (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m))
-        groups.setdefault(key, []).append(m.k if m.k is not None else whole)
+        groups.setdefault(key_of(m), []).append(m.k if m.k is not None else whole)
     groups = {key: sorted(set(ks)) for key, ks in groups.items()}
     ranked_families = [key for key in groups if key[0] not in ("num_q", "num_ret", "num_rel")]
-    whole_ranking = any(key[0] == "num_rel_ret" for key in groups) or kernel_ties not in ("first", "last")
+    # A judged-only list needs every retrieved document: its top k may come from any depth.
+    whole_ranking = (
+        any(key[0] == "num_rel_ret" for key in groups) or kernel_ties not in ("first", "last") or condensing
+    )
     depth = whole if whole_ranking else max((max(groups[key]) for key in ranked_families), default=1)
     needs_r = any(key[0] == "Rprec" for key in groups)
 
@@ -280,13 +309,23 @@ def evaluate(
         y = np.full((len(qs), width), PADDING, dtype=np.int64)
         y[placed] = labels
         s_t, y_t = torch.from_numpy(s), torch.from_numpy(y)
-        ranked = {}
+        ranked, condensed = {}, {}
+        shown = torch.from_numpy(cells.sum(axis=1).astype(np.float64))
         for level in levels:
             batch = rank_batch(
                 s_t, y_t, batch_depth, relevance_threshold=level, ties=kernel_ties, count=False
             )
-            # R from the qrels (count=False only told whether a row has a relevant document)
-            ranked[level] = replace(batch, num_relevant=torch.from_numpy(num_relevant[level][qs]))
+            # R and N from the qrels (count=False only told whether a row has a relevant document);
+            # a document is judged iff the qrels grade it >= 0 (padding is not, nor retrieved).
+            ranked[level] = replace(
+                batch,
+                num_relevant=torch.from_numpy(num_relevant[level][qs]),
+                num_nonrelevant=torch.from_numpy(num_nonrelevant[level][qs]),
+                judged=(batch.labels >= 0).to(torch.float64),
+                retrieved=shown,
+            )
+            if condensing:
+                condensed[level] = condense(ranked[level])
         ideal = {}
         for rule, (gains, g_start, g_count) in ideals.items():
             take = np.minimum(g_count[qs], whole)
@@ -295,11 +334,17 @@ def evaluate(
             icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
             matrix[irow, icol] = gains[g_start[qs][irow] + icol]
             ideal[rule] = torch.from_numpy(matrix)
-        batch = Batch(ranked=ranked, retrieved=lens, ideal=ideal)
+        batch = Batch(
+            ranked=ranked,
+            retrieved=lens,
+            ideal=ideal,
+            condensed=condensed,
+            max_grade=torch.from_numpy(max_grade[qs]),
+        )
         results = {key: family_values(batch, *key, ks) for key, ks in groups.items()}
         block = np.empty((len(qs), len(measures)), dtype=np.float64)
         for column, m in enumerate(measures):
-            key = (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m))
+            key = key_of(m)
             block[:, column] = results[key][:, groups[key].index(m.k if m.k is not None else whole)]
         return block
 

@@ -19,11 +19,14 @@ Example:
     >>> [m.name for m in parse_measures(["P.5,10", "nDCG@10", "mrr@10"])]
     ['P_5', 'P_10', 'nDCG@10', 'mrr@10']
     >>> parse_measures(["P(rel=2)@5"])[0]
-    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None)
+    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False)
+    >>> parse_measures(["rbp.p=0.8", "RBP(p=0.8)", "P(judged_only=True)@10"])[2].judged_only
+    True
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,6 +47,12 @@ FAMILIES = {
     "num_ret": "retrieved documents (summed)",
     "num_rel": "relevant documents R (summed)",
     "num_rel_ret": "relevant documents retrieved (summed)",
+    "rbp": "rank-biased precision (1 - p) * sum of gain_i * p**(i - 1), gain = grade / max grade",
+    "rbp_resid": "RBP's residual: p**n + (1 - p) * sum of p**(i - 1) over unjudged ranks i",
+    "bpref": "1/R * sum over relevant d of 1 - min(nonrelevant above d, R) / min(N, R)",
+    "err": "expected reciprocal rank, stop probability (2**grade - 1) / 2**4",
+    "nerr": "ERR / ideal ERR",
+    "judged": "judged documents in the top k / min(k, retrieved)",
 }
 COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
 
@@ -65,20 +74,26 @@ _TREC_PLAIN = {
     "num_ret": "num_ret",
     "num_rel": "num_rel",
     "num_rel_ret": "num_rel_ret",
+    "rbp": "rbp",
+    "rbp_resid": "rbp_resid",
+    "bpref": "bpref",
 }
+# trec_eval's default RBP persistence, and ir_measures' (RBP(p=...) spells it out).
+_TREC_RBP_P = 0.9
+_IR_RBP_P = 0.8
 #: trec_eval's measure sets, restricted to the supported measures, and what they leave out.
 SETS = {
     "official": (
-        ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"),
-        ("runid", "gm_map", "bpref", "iprec_at_recall"),
+        ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"),
+        ("runid", "gm_map", "iprec_at_recall"),
     ),
     "all_trec": (
         (
-            *("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P"),
-            *("recall", "ndcg", "success", "map_cut", "ndcg_cut"),
+            *("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"),
+            *("recall", "ndcg", "success", "map_cut", "ndcg_cut", "rbp", "rbp_resid"),
         ),
         (
-            *("runid", "gm_map", "bpref", "iprec_at_recall", "relstring", "unj", "rbp", "rbp_resid"),
+            *("runid", "gm_map", "iprec_at_recall", "relstring", "unj"),
             *("infAP", "gm_bpref", "utility", "11pt_avg", "relative_P", "Rprec_mult", "ndcg_rel"),
             *("Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"),
             "num_nonrel_judged_ret",
@@ -98,7 +113,14 @@ _IR_MEASURES = {
     "NumRel": ("num_rel", False, False),
     "NumRet": ("num_ret", False, True),
     "NumRelRet": ("num_rel_ret", False, True),
+    "RBP": ("rbp", True, False),
+    "Bpref": ("bpref", False, True),
+    "ERR": ("err", True, False),
+    "nERR": ("nerr", True, False),
+    "Judged": ("judged", True, False),
 }
+# ir_measures families with a judged_only= parameter (Sakai's condensed lists)
+_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg")
 # ranx-style (lowercase) family names
 _RANX = {
     "mrr": "recip_rank",
@@ -131,12 +153,16 @@ measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
              P_10  ndcg_cut_10 ...  (a bare P, recall, map_cut, ndcg_cut, success takes
              trec_eval's default cutoffs);  official, all_trec: trec_eval's sets, the
              measures of them that are supported
+             rbp  rbp.p=0.8  rbp_resid  rbp_resid.p=0.8  bpref
   ir_measures  nDCG@10  nDCG  P@5  P(rel=2)@5  R@100  AP  AP@100  RR  RR@10  Success@1
-             Rprec  NumQ  NumRel  NumRet  NumRelRet
+             Rprec  NumQ  NumRel  NumRet  NumRelRet  RBP(p=0.8)  Bpref  ERR@20  nERR@20
+             Judged@10  P(judged_only=True)@10 (also RR, AP, nDCG)
   ranx       mrr@10  ndcg@10  ndcg_burges@10  precision@10  recall@100  map@100
              hit_rate@10  r-precision
 NDCG gains are the judged grades whatever -l says (trec_eval's rule); ndcg_burges uses
-2**grade - 1. Counts (num_*, Num*) are summed over queries, the others averaged."""
+2**grade - 1. Counts (num_*, Num*) are summed over queries, the others averaged.
+Unjudged documents (absent from the qrels, or graded -1) are non-relevant except for
+bpref, rbp_resid, Judged and judged-only measures (-J: every measure judged-only)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,9 @@ class Measure:
             evaluation's level (``-l``).
         gains: custom NDCG gains as ``((grade, gain), ...)`` in the order given (trec_eval's
             ``ndcg.1=0.5,2=3``), None for the grades themselves.
+        p: RBP's persistence (``rbp``, ``rbp_resid``), None for the other families.
+        judged_only: computed on the condensed list, without the unjudged documents
+            (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
     """
 
     name: str
@@ -158,6 +187,8 @@ class Measure:
     k: int | None = None
     rel: int | None = None
     gains: tuple[tuple[int, float], ...] | None = None
+    p: float | None = None
+    judged_only: bool = False
 
     @property
     def is_count(self) -> bool:
@@ -174,7 +205,7 @@ def _cutoff(text: str, name: str) -> int:
 def _check(measure: Measure) -> Measure:
     if measure.family == "P" and measure.k is None:
         raise ValueError(f"measure {measure.name!r}: precision needs a cutoff, e.g. P@10 or P_10")
-    if measure.k is not None and measure.family in ("Rprec", *COUNTS):
+    if measure.k is not None and measure.family in ("Rprec", "bpref", "rbp_resid", *COUNTS):
         raise ValueError(f"measure {measure.name!r}: {measure.family} takes no cutoff")
     return measure
 
@@ -192,35 +223,59 @@ def _trec_params(name: str, base: str, params: str) -> list[Measure]:
             except ValueError:
                 raise ValueError(f"measure {name!r}: a gain must be a number, got {gain!r}") from None
         return [Measure(f"ndcg_{params}", "ndcg", None, None, tuple(gains))]
+    if base in ("rbp", "rbp_resid"):
+        key, _, value = params.partition("=")
+        p = _persistence(value, name) if key.strip() == "p" else None
+        if p is None:
+            raise ValueError(f"measure {name!r}: expected {base}.p=NUMBER, got {params!r}")
+        return [Measure(f"{base}_{params}", base, p=p)]
     if base not in _TREC_CUT:
         raise ValueError(
             f"measure {name!r}: trec_eval parameters (NAME.PARAMS) are supported for "
-            f"{', '.join(_TREC_CUT)} and ndcg, got {base!r}"
+            f"{', '.join(_TREC_CUT)}, ndcg, rbp and rbp_resid, got {base!r}"
         )
     cutoffs = sorted({_cutoff(p.strip(), name) for p in params.split(",")})
     return [Measure(f"{base}_{k}", _TREC_CUT[base], k) for k in cutoffs]
 
 
+def _persistence(text: str, name: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        p = math.nan
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"measure {name!r}: RBP's p must be a number in (0, 1), got {text!r}")
+    return p
+
+
 def _ir_measure(name: str, match: re.Match) -> Measure:
     family, takes_cutoff, takes_rel = _IR_MEASURES[match["name"]]
     rel = 1 if match["name"] == "NumRelRet" else None
+    p = _IR_RBP_P if family == "rbp" else None
+    judged_only = False
     for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
         key, _, value = param.partition("=")
-        if key.strip() == "rel" and takes_rel and re.fullmatch(r"\d+", value.strip()):
+        key, value = key.strip(), value.strip()
+        if key == "rel" and takes_rel and re.fullmatch(r"\d+", value):
             rel = int(value)
-        elif key.strip() == "dcg" and family == "ndcg" and value.strip().strip("'\"") == "log2":
+        elif key == "dcg" and family == "ndcg" and value.strip("'\"") == "log2":
             continue
+        elif key == "p" and family == "rbp":
+            p = _persistence(value, name)
+        elif key == "judged_only" and family in _JUDGED_ONLY and value in ("True", "False"):
+            judged_only = value == "True"
         else:
             raise ValueError(
                 f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
-                "P, AP, RR, Success, Rprec, NumRet; dcg=log2 for nDCG)"
+                "P, AP, RR, Success, Rprec, NumRet, Bpref; dcg=log2 for nDCG; p=NUMBER for RBP; "
+                "judged_only=True/False for P, RR, AP, nDCG)"
             )
     k = _cutoff(match["k"], name) if match["k"] is not None else None
     if k is not None and not takes_cutoff:
         raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
     if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
         family = "num_rel_ret"
-    return Measure(name, family, k, rel)
+    return Measure(name, family, k, rel, p=p, judged_only=judged_only)
 
 
 def _expand(name: str) -> list[Measure]:
@@ -230,12 +285,17 @@ def _expand(name: str) -> list[Measure]:
     if text in _DEFAULT_CUTOFFS:
         return _trec_params(name, text, ",".join(map(str, _DEFAULT_CUTOFFS[text])))
     if text in _TREC_PLAIN:
-        return [Measure(text, _TREC_PLAIN[text])]
+        family = _TREC_PLAIN[text]
+        return [Measure(text, family, p=_TREC_RBP_P if family in ("rbp", "rbp_resid") else None)]
     match = _TREC_PARAMS.match(text)
     if match:
         return _trec_params(name, match["name"], match["params"])
     match = _IR_NAME.match(text)
-    if match and match["name"] in _IR_MEASURES and (match["params"] is not None or text[0].isupper()):
+    if (
+        match
+        and match["name"] in _IR_MEASURES
+        and (match["params"] is not None or text[0].isupper() or text.startswith("nERR"))
+    ):
         return [_check(_ir_measure(text, match))]
     match = _RANX_NAME.match(text.lower())
     family = _RANX.get(match["name"]) if match else None

@@ -4,17 +4,22 @@ The binary measures (P, recall, map, recip_rank, success, Rprec, num_rel_ret) ar
 scorers on a batch ranked at their relevance level, with R (``num_relevant``) taken from the
 qrels; NDCG is computed here because its gains follow trec_eval's rules
 (:mod:`ignite_ranking.trec.gains`), not the kernel's.
+The persistence and judgement measures (rbp, rbp_resid, bpref, ERR, nERR, Judged) are the
+kernel's :mod:`~ignite_ranking.kernels.persistence` and :mod:`~ignite_ranking.kernels.judged`
+scorers on the same batch, whose ``judged`` flags say which ranked documents the qrels judge
+(grade >= 0); judged-only measures read the batch condensed by
+:func:`~ignite_ranking.kernels.judged.condense`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from ..kernels import RankedBatch, scoring
+from ..kernels import RankedBatch, judged, persistence, scoring
 from .gains import GainRule
 
 __all__ = ["Batch", "family_values"]
@@ -28,11 +33,15 @@ class Batch:
         ranked: the batch ranked at each relevance level, ``num_relevant`` = R at that level.
         retrieved: ``(n,)`` documents the run retrieved for each query.
         ideal: ``(n, width)`` float64 ideal gains per gain rule, best first, 0-padded.
+        condensed: ``ranked`` without the unjudged documents, per level (judged-only measures).
+        max_grade: ``(n,)`` each query's largest judged grade (RBP's gains are grade / it).
     """
 
     ranked: dict[int, RankedBatch]
     retrieved: np.ndarray
     ideal: dict[GainRule, torch.Tensor]
+    condensed: dict[int, RankedBatch]
+    max_grade: torch.Tensor
 
 
 def _cumulative(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -57,12 +66,24 @@ def _ndcg(ranked: RankedBatch, ideal: torch.Tensor, rule: GainRule, cutoffs: Seq
     return torch.where(positive, dcg / torch.where(positive, idcg, 1.0), 0.0)
 
 
+def _rbp_gains(ranked: RankedBatch, max_grade: torch.Tensor) -> torch.Tensor:
+    """trec_eval's RBP gains: the grade, divided by the query's largest grade when that is > 1."""
+    grades = ranked.labels.clamp(min=0.0)
+    return grades / max_grade.clamp(min=1.0)[:, None]
+
+
 def family_values(
-    batch: Batch, family: str, level: int, rule: GainRule | None, cutoffs: Sequence[int]
+    batch: Batch,
+    family: str,
+    level: int,
+    rule: GainRule | None,
+    judged_only: bool,
+    p: float | None,
+    cutoffs: Sequence[int],
 ) -> np.ndarray:
     """``(n, len(cutoffs))`` values of one family at one relevance level (cutoffs are ints:
     the caller substitutes a cutoff covering the whole ranking for "no cutoff")."""
-    ranked = batch.ranked[level]
+    ranked = (batch.condensed if judged_only else batch.ranked)[level]
     n = ranked.labels.shape[0]
     if family == "P":
         values = scoring.precision(ranked, cutoffs)
@@ -81,8 +102,26 @@ def family_values(
         values = _ndcg(ranked, batch.ideal[rule], rule, cutoffs)
     elif family == "num_q":
         values = torch.ones(n, 1, dtype=torch.float64)
+    elif family == "num_ret" and judged_only:
+        values = judged.retrieved_counts(ranked)[:, None]
     elif family == "num_ret":
         values = torch.from_numpy(batch.retrieved.astype(np.float64))[:, None]
+    elif family == "rbp":
+        assert p is not None
+        values = persistence.rank_biased_precision(ranked, cutoffs, p, _rbp_gains(ranked, batch.max_grade))
+    elif family == "rbp_resid":
+        assert p is not None
+        values = persistence.rbp_residual(ranked, cutoffs, p)
+    elif family == "bpref":
+        values = judged.bpref(ranked)
+    elif family == "judged":
+        values = judged.judged_at_k(ranked, cutoffs)
+    elif family == "err":
+        values = persistence.expected_reciprocal_rank(ranked, cutoffs)
+    elif family == "nerr":
+        ideal = batch.ideal[GainRule()]
+        with_ideal = replace(ranked, ideal_labels=ideal, ideal_relevant=(ideal >= level).to(torch.float64))
+        values = persistence.normalized_err(with_ideal, cutoffs)
     elif family == "num_rel":
         values = ranked.num_relevant[:, None]
     elif family == "num_rel_ret":

@@ -1,0 +1,110 @@
+"""Coverage@k and the Gini index of exposure: what the top-k lists do to the catalog."""
+
+from __future__ import annotations
+
+import torch
+from ignite.exceptions import NotComputableError
+from ignite.metrics.metric import reinit__is_reduced, sync_all_reduce
+
+from ..kernels import RankedBatch, exposure
+from .base import RankingMetric
+
+__all__ = ["Coverage", "GiniIndex"]
+
+
+class _Exposure(RankingMetric):
+    """Counts of each catalog item in the top k lists; ``compute`` reads them."""
+
+    needs_items = True
+    has_per_query_values = False
+    _settings_keys = ("top_k", "num_items", "ties", "ignore_index")
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        num_items: int,
+        output_transform=lambda x: x,
+        device="cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        ignore_index: int | None = None,
+    ):
+        if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1:
+            raise ValueError(f"num_items (the catalog size) must be a positive int, got {num_items!r}.")
+        if ties == "average":
+            raise ValueError(f"{type(self).__name__} counts the items of one order; got ties='average'.")
+        self.num_items = num_items
+        super().__init__(
+            top_k, True, 1.0, output_transform, device, skip_unrolling, ties=ties, ignore_index=ignore_index
+        )
+
+    @property
+    def num_values(self) -> int:
+        return len(self.top_k) * self.num_items
+
+    @reinit__is_reduced
+    def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
+        if ranked.indices is None:
+            raise ValueError(f"{type(self).__name__} needs the ranked items' ids")
+        counts = exposure.item_counts(ranked.indices, self.top_k, self.num_items)
+        self._sum_per_k += counts.reshape(-1).to(device=self._device, dtype=torch.float64)
+        self._num_examples += ranked.indices.shape[0]
+
+    def _counts(self) -> torch.Tensor:
+        if self._num_examples.item() == 0:
+            raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
+        return self._sum_per_k.reshape(len(self.top_k), self.num_items)
+
+
+class Coverage(_Exposure):
+    r"""Item coverage at k: the share of the catalog that appears in some top k list.
+
+    .. math:: \text{Coverage}@k = \frac{|\bigcup_q \text{top}_k(q)|}{\text{num\_items}}
+
+    As RecBole's ``ItemCoverage``. The state is one count per item and cutoff (float64, exact
+    to 2**53 lists), all-reduced by sum: it grows with the catalog (``num_items``), not with the
+    data, and ``per_query`` is not offered. ``relevance_threshold`` and ``ignore_zero_hits`` do
+    not apply: every query's list counts. Inputs: dense ``(y_pred, y)`` (columns are items),
+    sparse labels or a :class:`~ignite_ranking.Retrieved` (its ids), not the flat form.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Coverage
+        >>> metric = Coverage(top_k=[1, 2], num_items=4)
+        >>> y_pred = torch.tensor([[0.9, 0.1, 0.5, 0.0], [0.8, 0.7, 0.1, 0.0]])
+        >>> metric.update((y_pred, torch.zeros(2, 4)))
+        >>> metric.compute()  # top 1: {0}; top 2: {0, 2, 1}
+        [0.25, 0.75]
+    """
+
+    name = "coverage"
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def compute(self) -> list[float]:
+        return exposure.coverage(self._counts()).tolist()
+
+
+class GiniIndex(_Exposure):
+    r"""Gini index of item exposure at k, as RecBole's ``GiniIndex``.
+
+    .. math:: \text{Gini}@k = \frac{\sum_{i=1}^{n} (2i - n - 1)\, c_{(i)}}{n \sum_{i} c_{(i)}}
+
+    with :math:`c_{(1)} \le \dots \le c_{(n)}` the number of top k lists holding each of the
+    ``num_items`` = n catalog items. 0: every item shown equally often; near 1: a few items take
+    all exposure. State and inputs as :class:`~ignite_ranking.Coverage`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import GiniIndex
+        >>> metric = GiniIndex(top_k=[1], num_items=4)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.5, 0.0], [0.8, 0.7, 0.1, 0.0]]), torch.zeros(2, 4)))
+        >>> metric.compute()  # counts 0, 0, 0, 2: (2*4 - 4 - 1) * 2 / (4 * 2)
+        [0.75]
+    """
+
+    name = "gini"
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def compute(self) -> list[float]:
+        return exposure.gini_index(self._counts()).tolist()

@@ -1,0 +1,97 @@
+"""bpref and Judged@k: measures that tell judged from unjudged items."""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels import RankedBatch, judged
+from .base import RankingMetric
+
+__all__ = ["Bpref", "Judged"]
+
+
+class Bpref(RankingMetric):
+    r"""Mean bpref (Buckley & Voorhees, SIGIR 2004), as trec_eval computes it.
+
+    .. math:: \text{bpref} = \frac{1}{R} \sum_{r \text{ relevant, ranked}}
+        \left(1 - \frac{\min(n_r, R)}{\min(N, R)}\right)
+
+    R relevant and N judged non-relevant items per query; :math:`n_r` is the number of judged
+    non-relevant items ranked above relevant item r (a term is 1 when it is 0). Unjudged items,
+    those an update's ``(y_pred, y, {"judged": mask})`` marks False, are skipped: they neither
+    count in N nor push a relevant item down. Dense inputs without a mask are fully judged. It
+    ranks whole rows (O(n log n) per row). Arguments as :class:`~ignite_ranking.MRR`, without
+    ``top_k``; ``ties="average"`` is not supported.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Bpref
+        >>> metric = Bpref()
+        >>> y_pred = torch.tensor([[0.9, 0.8, 0.7, 0.6]])
+        >>> y = torch.tensor([[1, 0, 0, 1]])
+        >>> metric.update((y_pred, y, {"judged": torch.tensor([[True, True, False, True]])}))
+        >>> metric.compute()  # (1 + (1 - min(1, 2) / min(1, 2))) / 2
+        0.5
+    """
+
+    name = "bpref"
+    takes_top_k = False
+    whole_row = True
+    needs_counts = True
+    needs_nonrelevant = True
+
+    def __init__(
+        self,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform=lambda x: x,
+        device="cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+    ):
+        if ties == "average":
+            raise ValueError("Bpref is not defined under ties='average'; got ties='average'.")
+        super().__init__(
+            None,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        return judged.bpref(ranked)
+
+
+class Judged(RankingMetric):
+    r"""Mean Judged@k: the share of the top k that is judged (ir_measures' ``Judged@k``).
+
+    .. math:: \text{Judged}@k = \frac{|\{\text{judged items at ranks} \le k\}|}{\min(k, n)}
+
+    with n the items of the row. Unjudged items are those an update's
+    ``(y_pred, y, {"judged": mask})`` marks False; without a mask every item is judged and the
+    value is 1. Arguments as :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Judged
+        >>> metric = Judged(top_k=[2, 4])
+        >>> judged = torch.tensor([[True, False, True, True]])
+        >>> y_pred, y = torch.tensor([[0.9, 0.8, 0.7, 0.6]]), torch.tensor([[1, 0, 0, 1]])
+        >>> metric.update((y_pred, y, {"judged": judged}))
+        >>> metric.compute()
+        [0.5, 0.75]
+    """
+
+    name = "judged"
+    zero_without_hits = False
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        return judged.judged_at_k(ranked, self.top_k)
