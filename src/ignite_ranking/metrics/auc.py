@@ -33,6 +33,7 @@ class AUC(RankingMetric):
     """
 
     name = "auc"
+    without_average = "counts ties as one half itself"
     takes_top_k = False
     whole_row = True
     needs_counts = True
@@ -51,8 +52,6 @@ class AUC(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
     ):
-        if ties == "average":
-            raise ValueError(f"{type(self).__name__} counts ties as one half itself; got ties='average'.")
         super().__init__(
             None,
             ignore_zero_hits,

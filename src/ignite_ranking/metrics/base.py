@@ -118,6 +118,8 @@ class RankingMetric(Metric):
     needs_items = False
     has_per_query_values = True
     zero_without_hits = True
+    # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
+    without_average: str | None = None
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
@@ -145,6 +147,8 @@ class RankingMetric(Metric):
         self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
         self.relevance_threshold = check_threshold(relevance_threshold)
         self.ties = check_ties(ties)
+        if self.ties == "average" and self.without_average:
+            raise ValueError(f"{type(self).__name__} {self.without_average}; got ties='average'.")
         self._per_query = check_flag("per_query", per_query)
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
 

@@ -17,6 +17,7 @@ class _Exposure(RankingMetric):
 
     needs_items = True
     has_per_query_values = False
+    without_average = "counts the items of one order"
     _settings_keys = ("top_k", "num_items", "ties", "ignore_index")
 
     def __init__(
@@ -32,8 +33,6 @@ class _Exposure(RankingMetric):
     ):
         if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1:
             raise ValueError(f"num_items (the catalog size) must be a positive int, got {num_items!r}.")
-        if ties == "average":
-            raise ValueError(f"{type(self).__name__} counts the items of one order; got ties='average'.")
         self.num_items = num_items
         super().__init__(
             top_k, True, 1.0, output_transform, device, skip_unrolling, ties=ties, ignore_index=ignore_index

@@ -35,6 +35,7 @@ class Bpref(RankingMetric):
     """
 
     name = "bpref"
+    without_average = "is not defined under ties='average'"
     takes_top_k = False
     whole_row = True
     needs_counts = True
@@ -52,8 +53,6 @@ class Bpref(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
     ):
-        if ties == "average":
-            raise ValueError("Bpref is not defined under ties='average'; got ties='average'.")
         super().__init__(
             None,
             ignore_zero_hits,

@@ -119,6 +119,7 @@ class ERR(RankingMetric):
     """
 
     name = "err"
+    without_average = "is not defined under ties='average'"
     _settings_keys = (*RankingMetric._settings_keys, "max_grade")
 
     def __init__(
@@ -135,10 +136,6 @@ class ERR(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
     ):
-        if ties == "average":
-            raise ValueError(
-                f"{type(self).__name__} is not defined under ties='average'; got ties='average'."
-            )
         super().__init__(
             top_k,
             ignore_zero_hits,
