@@ -180,6 +180,23 @@ def test_agrees_with_faiss_where_scores_are_distinct() -> None:
     assert torch.equal(dense.indices, ids)
 
 
+def test_embeddings_that_require_grad_give_the_same_ranking(method: str) -> None:
+    # The product is written into a reused buffer, which autograd refuses: such inputs take
+    # the allocating product, with the same result (uneven last chunk included).
+    gen = torch.Generator().manual_seed(1)
+    queries, items = (
+        torch.randint(-3, 4, (6, 4), generator=gen).float(),
+        torch.randint(-3, 4, (50, 4), generator=gen).float(),
+    )
+    plain = catalog.top_k(queries, items, 7, chunk_size=9)
+    tracked = catalog.top_k(queries.requires_grad_(), items.requires_grad_(), 7, chunk_size=9)
+    assert torch.equal(plain[1], tracked[1]) and torch.equal(plain[0], tracked[0].detach())
+    assert torch.equal(
+        plain[1],
+        reference(queries.detach() @ items.detach().T, 7, torch.zeros(6, 50, dtype=torch.bool), "first")[1],
+    )
+
+
 def test_progress_bar(capsys) -> None:
     ids = catalog.top_k(torch.ones(1, 1), torch.arange(10.0)[:, None], 2, chunk_size=3, progress=True)[1]
     assert ids.tolist() == [[9, 8]]

@@ -36,8 +36,8 @@ from .kernels import check_ties
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
-BLOCK_BYTES = 64 * 2**20
-"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 64 MiB."""
+BLOCK_BYTES = 16 * 2**20
+"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 16 MiB."""
 
 Scorer = Callable[[int, int], torch.Tensor]
 Items = Union[torch.Tensor, Scorer]  # noqa: UP007 - a runtime alias, Python 3.10 friendly
@@ -76,7 +76,7 @@ def top_k(
             ids padded with ``-1`` anywhere (repeats are fine). Excluded items are removed, not
             ranked last.
         chunk_size: items scored at once. Default: as many as keep the ``(batch, chunk_size)``
-            score block near :data:`BLOCK_BYTES` (64 MiB).
+            score block near :data:`BLOCK_BYTES` (16 MiB).
         ties: ``"first"`` or ``"last"``.
         num_items: the catalog size; required with a callable ``items``.
         progress: show a tqdm progress bar over the chunks on stderr.
@@ -200,10 +200,25 @@ def _scorer(queries, items, num_items):
     if num_items is not None and num_items != items.shape[0]:
         raise ValueError(f"num_items={num_items!r} disagrees with items' {items.shape[0]} rows.")
 
-    def product(start: int, stop: int) -> torch.Tensor:
-        return queries @ items[start:stop].T
+    if torch.is_grad_enabled() and (queries.requires_grad or items.requires_grad):
 
-    return batch, device, product, items.shape[0], queries.dtype
+        def product(start: int, stop: int) -> torch.Tensor:
+            return queries @ items[start:stop].T
+
+        return batch, device, product, items.shape[0], queries.dtype
+    buffer: list[torch.Tensor] = []
+
+    def product_into_buffer(start: int, stop: int) -> torch.Tensor:
+        # One block reused for every chunk: a fresh result per chunk costs as much as
+        # the product itself (the allocator hands back new pages, each faulted in on first
+        # write). Nothing keeps a chunk's block past its step (every use reads or copies it).
+        size = batch * (stop - start)
+        if not buffer or buffer[0].numel() < size:
+            buffer[:] = [torch.empty(size, dtype=queries.dtype, device=device)]
+        block = buffer[0][:size].view(batch, stop - start)
+        return torch.matmul(queries, items[start:stop].T, out=block)
+
+    return batch, device, product_into_buffer, items.shape[0], queries.dtype
 
 
 def _check_block(block, batch, start, stop, device) -> None:
