@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 
 from ..kernels import RankedBatch, auc
-from .base import RankingMetric
+from .base import SingleValueMetric
 
 __all__ = ["AUC", "GAUC"]
 
 
-class AUC(RankingMetric):
+class AUC(SingleValueMetric):
     r"""Mean AUC per query: the Mann-Whitney statistic of each row, averaged over the queries.
 
     .. math:: \text{AUC}_q = \frac{1}{P N} \sum_{i \text{ relevant}} \sum_{j \text{ non-relevant}}
@@ -34,35 +34,10 @@ class AUC(RankingMetric):
 
     name = "auc"
     without_average = "counts ties as one half itself"
-    takes_top_k = False
     whole_row = True
     needs_counts = True
     needs_nonrelevant = True
     needs_scores = True
-
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-        )
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return (ranked.num_relevant > 0) & (ranked.num_nonrelevant > 0)

@@ -27,7 +27,7 @@ from ..kernels.forms import (
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
-__all__ = ["RankingMetric", "normalize_judged"]
+__all__ = ["RankingMetric", "SingleValueMetric", "normalize_judged"]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
 
@@ -426,3 +426,34 @@ def _loaded_count(count: object) -> int:
     if count < 0:
         raise ValueError(f"state_dict['_num_examples'] must be a non-negative integer, got {count}.")
     return count
+
+
+class SingleValueMetric(RankingMetric):
+    """A metric with one value per query and no cutoffs (R-Precision, bpref, AUC): the
+    positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
+
+    takes_top_k = False
+
+    def __init__(
+        self,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+    ):
+        super().__init__(
+            None,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+        )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 
 from ..kernels import RankedBatch, judged
-from .base import RankingMetric
+from .base import RankingMetric, SingleValueMetric
 
 __all__ = ["Bpref", "Judged"]
 
 
-class Bpref(RankingMetric):
+class Bpref(SingleValueMetric):
     r"""Mean bpref (Buckley & Voorhees, SIGIR 2004), as trec_eval computes it.
 
     .. math:: \text{bpref} = \frac{1}{R} \sum_{r \text{ relevant, ranked}}
@@ -36,34 +36,9 @@ class Bpref(RankingMetric):
 
     name = "bpref"
     without_average = "is not defined under ties='average'"
-    takes_top_k = False
     whole_row = True
     needs_counts = True
     needs_nonrelevant = True
-
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-        )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return judged.bpref(ranked)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 
 from ..kernels import RankedBatch, scoring
-from .base import RankingMetric
+from .base import SingleValueMetric
 
 __all__ = ["RPrecision"]
 
 
-class RPrecision(RankingMetric):
+class RPrecision(SingleValueMetric):
     r"""Mean R-Precision: precision at each query's own number R of relevant items.
 
     .. math:: \text{R-Prec}_q = \frac{|\{\text{relevant items of } q \text{ at ranks} \le R_q\}|}{R_q}
@@ -28,32 +28,7 @@ class RPrecision(RankingMetric):
     """
 
     name = "r_precision"
-    takes_top_k = False
     covers_relevant = True
-
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-        )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return scoring.r_precision(ranked)
