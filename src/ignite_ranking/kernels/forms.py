@@ -329,7 +329,11 @@ class _Candidates:
     or are None when the judged items are exactly the valid listed ones (flat rows, dense rows).
     ``index_ascending`` says that ``index`` ascends along each row (no sort needed for it).
     ``judged`` (bool, the lists' shape) flags the listed items found among the judgements, or
-    is None when every listed item is judged.
+    is None when every listed item is judged; a listed item that is not judged is never relevant
+    (the contract's unjudged items), whatever the threshold. ``catalog`` is the number of items
+    a row ranks among (None: unknown, only the listed and judged items are known); the ideal
+    ranking puts the relevant items of negative label (under a negative threshold) after all
+    the others, which gain 0.
     """
 
     scores: torch.Tensor | None
@@ -340,6 +344,7 @@ class _Candidates:
     judged_labels: torch.Tensor | None = None
     index_ascending: bool = False
     judged: torch.Tensor | None = None
+    catalog: int | None = None
 
     @classmethod
     def scatter(cls, queries, width, query, position, scores, index, labels) -> _Candidates:
@@ -377,6 +382,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     device = c.labels.device
     threshold = ranking.relevance_threshold
     listed_relevant = c.valid & (c.labels >= threshold)
+    if c.judged is not None:
+        listed_relevant &= c.judged  # unjudged: never relevant, even under a threshold <= 0
     if c.judged_labels is None:
         counts = listed_relevant.sum(dim=1)
     else:
@@ -409,6 +416,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
             ranked.ideal_labels = _ideal_labels(relevant_rows, relevant_labels, counts, queries, keep)
         positions = torch.arange(keep, device=device)
         ranked.ideal_relevant = (positions[None, :] < counts[:, None]).to(_F64)
+        if c.judged_labels is not None and threshold < 0:
+            _move_negative_gains_last(ranked, c, relevant_rows, relevant_labels, threshold)
     if average:
         # Padding scores NaN: unequal to everything, so each padded slot is a block of its own.
         scores = torch.where(c.valid, c.scores, torch.full_like(c.scores, torch.nan))
@@ -470,9 +479,9 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
         if not index_kept and _any_tie(c.scores.gather(1, order)):
             order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
             if ties in _BY_LABEL:
-                by_label = c.labels.gather(1, order).argsort(
-                    dim=1, descending=ties == "optimistic", stable=True
-                )
+                # Unjudged items rank as the lowest label, as the dense form's masked ones.
+                key = c.labels if c.judged is None else c.labels.masked_fill(~c.judged, -torch.inf)
+                by_label = key.gather(1, order).argsort(dim=1, descending=ties == "optimistic", stable=True)
                 order = order.gather(1, by_label)
             order = order.gather(1, c.scores.gather(1, order).argsort(dim=1, descending=True, stable=True))
     if bool(c.valid.all()):
@@ -485,9 +494,31 @@ def _any_tie(ranked_scores: torch.Tensor) -> bool:
     return bool((ranked_scores[:, 1:] == ranked_scores[:, :-1]).any())
 
 
-def _ideal_labels(rows, labels, counts, queries, width) -> torch.Tensor:
-    """``(queries, width)``: each query's largest relevant labels, descending, 0-padded."""
-    out = torch.zeros(queries, width, dtype=_F64, device=labels.device)
+def _move_negative_gains_last(ranked: RankedBatch, c: _Candidates, rows, labels, threshold) -> None:
+    """Moves the relevant items of negative label to the end of the ideal ranking, after every
+    item of gain 0 (non-relevant or unjudged, of the catalog or else of the known items), as
+    the dense kernel's ``ideal_order`` does."""
+    negative = labels < 0
+    if not bool(negative.any()):
+        return
+    queries, keep = ranked.ideal_labels.shape
+    if c.catalog is not None:
+        items = torch.full((queries,), c.catalog, device=labels.device)
+    else:
+        unjudged = c.valid & ~c.judged if c.judged is not None else torch.zeros_like(c.valid)
+        items = torch.bincount(c.judged_rows, minlength=queries) + unjudged.sum(dim=1)
+    rows, labels = rows[negative], labels[negative]
+    counts = torch.bincount(rows, minlength=queries)
+    ideal = ranked.ideal_labels.clamp(min=0.0)
+    ranked.ideal_labels = _ideal_labels(rows, labels, counts, queries, keep, ideal, items - counts)
+    ranked.ideal_relevant = (ranked.ideal_labels >= threshold).to(_F64)  # gain-0 slots: relevant
+
+
+def _ideal_labels(rows, labels, counts, queries, width, out=None, offset=None) -> torch.Tensor:
+    """``(queries, width)``: each query's largest relevant labels, descending, 0-padded (or
+    written into ``out`` from each row's position ``offset`` on)."""
+    if out is None:
+        out = torch.zeros(queries, width, dtype=_F64, device=labels.device)
     if labels.numel() == 0 or width == 0:
         return out
     by_label = labels.argsort(descending=True, stable=True)
@@ -495,6 +526,8 @@ def _ideal_labels(rows, labels, counts, queries, width) -> torch.Tensor:
     rows, labels = rows[by_label][by_row], labels[by_label][by_row]
     starts = counts.cumsum(0) - counts
     position = torch.arange(rows.numel(), device=rows.device) - starts[rows]
+    if offset is not None:
+        position = position + offset[rows]
     kept = position < width
     out[rows[kept], position[kept]] = labels[kept]
     return out
@@ -604,7 +637,9 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     c = _Candidates.scatter(batch, width, cand_rows, position, scores, cand_cols, labels)
     judged = torch.zeros_like(c.valid)
     judged[cand_rows, position] = found
-    return replace(c, judged_rows=rows, judged_labels=values, index_ascending=True, judged=judged)
+    return replace(
+        c, judged_rows=rows, judged_labels=values, index_ascending=True, judged=judged, catalog=num_items
+    )
 
 
 def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Tensor:
@@ -695,7 +730,9 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         dropped = judged_labels == ignore_index
         judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
     labels = torch.where(valid, labels, torch.zeros_like(labels))
-    return _Candidates(scores, ids, labels, valid, judged_rows, judged_labels, judged=found & valid)
+    return _Candidates(
+        scores, ids, labels, valid, judged_rows, judged_labels, judged=found & valid, catalog=num_items
+    )
 
 
 def check_ignore_index(ignore_index: object) -> int | None:
