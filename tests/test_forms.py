@@ -541,6 +541,15 @@ def test_ignore_index_is_refused_with_sparse_labels():
         RankingMetrics(a=MRR(3, ignore_index=-1), ignore_index=-100)
 
 
+def test_retrieved_without_any_judgement():
+    """A relevant tensor with no column (no query has a judgement) is a batch of zeros."""
+    ids = torch.tensor([[3, 1], [2, -1]])
+    for relevant in (torch.zeros(2, 0, dtype=torch.int64), torch.full((2, 1), -1)):
+        group = _group(ignore_zero_hits=False)
+        group.update(Retrieved(ids, relevant, scores=torch.tensor([[1.0, 1.0], [0.5, 0.0]])))
+        assert set(group.compute().values()) == {0.0}
+
+
 def test_rows_of_padding_and_unretrieved_relevant_items_count():
     ids = torch.tensor([[-1, -1], [5, 2], [-1, -1]])
     relevant = torch.tensor([[4, -1], [9, 2], [-1, -1]])

@@ -472,12 +472,19 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
     if c.scores is None:
         order = torch.arange(width, device=c.labels.device).expand(queries, width)
     else:
-        order = c.scores.argsort(dim=1, descending=True, stable=True)
-        # The stable sort keeps index order within ties: enough for "first" and "average" when
-        # the index ascends, and for every policy when no two scores of a row are equal.
-        index_kept = ties in ("first", "average") and c.index_ascending
+        if c.index_ascending and ties == "last":
+            # The reversed rows hold the index descending, which a stable sort keeps within ties.
+            order = (width - 1) - c.scores.flip(1).argsort(dim=1, descending=True, stable=True)
+        else:
+            order = c.scores.argsort(dim=1, descending=True, stable=True)
+        # The stable sort keeps index order within ties: enough for "first", "last" and
+        # "average" when the index ascends, and for every policy when no two scores are equal.
+        index_kept = ties in ("first", "last", "average") and c.index_ascending
         if not index_kept and _any_tie(c.scores.gather(1, order)):
-            order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
+            if c.index_ascending:
+                order = torch.arange(width, device=c.labels.device).expand(queries, width)
+            else:
+                order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
             if ties in _BY_LABEL:
                 # Unjudged items rank as the lowest label, as the dense form's masked ones.
                 key = c.labels if c.judged is None else c.labels.masked_fill(~c.judged, -torch.inf)
@@ -586,9 +593,11 @@ def _lookup(rows, items, judged_rows, judged_items, judged_labels, span):
 
 def _lookup_padded(ids, relevant, grades):
     """:func:`_lookup` for padded ids and judgements of one shape per row, by comparing every
-    retrieved id with every judged id of its row (faster for a few judged items per query)."""
+    retrieved id with every judged id of its row (faster up to about 8 judged items per row)."""
     same = (ids[:, :, None] == relevant[:, None, :]) & (ids >= 0)[:, :, None]
     found = same.any(dim=2)
+    if relevant.shape[1] == 0:  # no judgement at all (argmax needs an entry)
+        return torch.zeros(ids.shape, dtype=_F64, device=ids.device), found
     labels = grades.gather(1, same.to(torch.uint8).argmax(dim=2))
     return torch.where(found, labels, torch.zeros((), dtype=_F64)), found
 
@@ -642,8 +651,9 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     )
 
 
-def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Tensor:
-    """Refuses ids that are not ``-1``-padded int64 rows of distinct in-range ids; returns valid."""
+def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> tuple[torch.Tensor, bool]:
+    """Refuses ids that are not ``-1``-padded int64 rows of distinct in-range ids; returns the
+    valid mask and whether the ids ascend along every row (before its padding)."""
     if ids.dtype != torch.int64:
         raise TypeError(f"{name} must hold int64 item ids (-1 for padding), got {ids.dtype}.")
     if ids.ndim != 2:
@@ -653,19 +663,20 @@ def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Ten
         raise ValueError(f"{name} must hold item ids >= 0 or -1 for padding, got {int(ids.min())}.")
     if num_items is not None and ids.numel() and int(ids.max()) >= num_items:
         raise ValueError(f"{name} must hold item ids < num_items={num_items}, got {int(ids.max())}.")
-    if ids.shape[1] > 1:
-        if (valid[:, 1:] & ~valid[:, :-1]).any():
-            row = int((valid[:, 1:] & ~valid[:, :-1]).any(dim=1).nonzero()[0])
-            raise ValueError(
-                f"{name}: row {row} has padding (-1) before an id; pad only at the end of a row."
-            )
+    if ids.shape[1] < 2:
+        return valid, True
+    if (valid[:, 1:] & ~valid[:, :-1]).any():
+        row = int((valid[:, 1:] & ~valid[:, :-1]).any(dim=1).nonzero()[0])
+        raise ValueError(f"{name}: row {row} has padding (-1) before an id; pad only at the end of a row.")
+    ascending = bool(((ids[:, 1:] > ids[:, :-1]) | ~valid[:, 1:]).all())
+    if not ascending:  # ascending ids are distinct; others are sorted to find a repeated one
         ordered = ids.sort(dim=1).values
         repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
         if repeated.any():
             row = int(repeated.any(dim=1).nonzero()[0])
             item = int(ordered[row, 1:][repeated[row]][0])
             raise ValueError(f"{name}: row {row} lists item {item} more than once.")
-    return valid
+    return valid, ascending
 
 
 def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates:
@@ -683,7 +694,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         num_items = relevant.shape[1]
         batch = relevant.shape[0]
     else:
-        valid_relevant = _check_ids(relevant, "Retrieved.relevant", None)
+        valid_relevant, _ = _check_ids(relevant, "Retrieved.relevant", None)
         batch, num_items = relevant.shape[0], None
         if r.grades is None:
             grades = torch.ones(relevant.shape, dtype=_F64, device=relevant.device)
@@ -701,7 +712,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
                 raise ValueError("Retrieved.grades must not contain NaN labels.")
         judged_rows = valid_relevant.nonzero(as_tuple=True)[0]
         judged_items, judged_labels = relevant[valid_relevant], grades[valid_relevant]
-    valid = _check_ids(ids, "Retrieved.ids", num_items)
+    valid, ascending = _check_ids(ids, "Retrieved.ids", num_items)
     if ids.shape[0] != batch:
         raise ValueError(
             f"Retrieved.ids and relevant must have one batch size, got {ids.shape[0]} and {batch}."
@@ -717,7 +728,8 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         scores = scores.detach().to(_F64)
         if torch.isnan(scores[valid]).any():
             raise ValueError("Retrieved.scores must not contain NaN; mask items with -inf instead.")
-    if relevant.layout == torch.strided and relevant.shape[1] <= 64:
+    # Comparing every id with every judged id of its row beats a sorted join for a few of them.
+    if relevant.layout == torch.strided and relevant.shape[1] <= 8:
         labels, found = _lookup_padded(ids, relevant, grades)
     else:
         big = max(
@@ -730,8 +742,9 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         dropped = judged_labels == ignore_index
         judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
     labels = torch.where(valid, labels, torch.zeros_like(labels))
+    # Ids that ascend along every row spare the ranking a sort by id.
     return _Candidates(
-        scores, ids, labels, valid, judged_rows, judged_labels, judged=found & valid, catalog=num_items
+        scores, ids, labels, valid, judged_rows, judged_labels, ascending, found & valid, num_items
     )
 
 
