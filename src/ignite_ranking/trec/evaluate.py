@@ -51,7 +51,7 @@ import torch
 from ..kernels import TIE_POLICIES
 from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
-from .gains import GainRule
+from .gains import GainRule, ideal_matrix
 from .io import Qrels, Run
 from .measures import Measure, parse_measures
 from .retrieved import RunQueries, trec_ranked
@@ -257,18 +257,10 @@ def evaluate(
             ranked[level] = trec_ranked(normalize(retrieved, ranking).ranked, num_nonrelevant[level][qs])
             if condensing:
                 condensed[level] = condense(ranked[level])
-        ideal = {}
-        for rule, (gains, g_start, g_count) in ideals.items():
-            take = np.minimum(g_count[qs], whole)
-            matrix = np.zeros((len(qs), max(int(take.max()), 1)), dtype=np.float64)
-            irow = np.repeat(np.arange(len(qs)), take)
-            icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-            matrix[irow, icol] = gains[g_start[qs][irow] + icol]
-            ideal[rule] = torch.from_numpy(matrix)
         batch = Batch(
             ranked=ranked,
             retrieved=count[qs],
-            ideal=ideal,
+            ideal={rule: ideal_matrix(ideal, qs, whole) for rule, ideal in ideals.items()},
             condensed=condensed,
             max_grade=torch.from_numpy(max_grade[qs]),
         )
