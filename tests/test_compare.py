@@ -288,3 +288,14 @@ def test_cli_missing_queries(tmp_path, capsys):
     assert "each run may be given once" in capsys.readouterr().err
     assert main([*args, "--baseline", "nope"]) == 2
     assert "--baseline must name one of the runs" in capsys.readouterr().err
+
+
+def test_cli_names_a_missing_extra_instead_of_a_traceback(trec_files, monkeypatch, capsys):
+    qrels_path, run_paths = trec_files
+
+    def without_scipy():
+        raise ImportError("ignite_ranking.compare needs scipy; pip install 'ignite-ranking[compare]'")
+
+    monkeypatch.setattr(stats, "_scipy_stats", without_scipy)
+    assert main(["compare", qrels_path, *run_paths[:2], "-m", "mrr@10"]) == 1
+    assert "pip install 'ignite-ranking[compare]'" in capsys.readouterr().err

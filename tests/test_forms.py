@@ -336,6 +336,42 @@ def test_sparse_labels_equal_dense_labels(ties, layout):
 
 
 @pytest.mark.parametrize("ties", POLICIES)
+def test_absent_judgements_are_unjudged_at_thresholds_up_to_zero(ties):
+    """Under a threshold <= 0, an item absent from sparse labels or from a Retrieved batch's
+    judgements is unjudged: never relevant, not in R, and in the ideal ranking a gain-0 item
+    ahead of the relevant items of negative label; exactly the dense form with a judged mask."""
+    rng = np.random.default_rng([POLICIES.index(ties), 4])
+    y_pred = torch.from_numpy(_scores(rng, (200, 12), 2))
+    y = torch.from_numpy(rng.integers(-2, 3, (200, 12)) * (rng.random((200, 12)) < 0.6)).double()
+    judged = y != 0
+    ids = torch.arange(12).expand(200, 12).contiguous()
+    for threshold, layout in ((0.0, "coo"), (-1.0, "csr")):
+        sparse = _sparse(y, layout, False)
+        expected = _group(ties=ties, relevance_threshold=threshold)
+        expected.update((y_pred, y, {"judged": judged}))
+        for output in ((y_pred, sparse), Retrieved(ids, sparse, scores=y_pred)):
+            group = _group(ties=ties, relevance_threshold=threshold)
+            group.update(output)
+            assert group.compute() == pytest.approx(expected.compute(), **TOL)
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_retrieved_items_that_are_not_judged_are_never_relevant(ties):
+    """Threshold 0: an unjudged retrieved item has label 0 but is not relevant (R counts the
+    judgements only, so recall stays <= 1)."""
+    ids = torch.tensor([[7, 3, 9, 4]])
+    found = Retrieved(
+        ids,
+        torch.tensor([[3, 4, 5]]),
+        scores=torch.tensor([[4.0, 3.0, 3.0, 1.0]]),
+        grades=torch.tensor([[1.0, 0.0, 2.0]]),
+    )
+    at = {"relevance_threshold": 0.0, "ties": ties}
+    values = {n: F.per_query(found, n, [4], **at).values.item() for n in ("recall", "precision", "hit_rate")}
+    assert values == {"recall": pytest.approx(2 / 3), "precision": pytest.approx(2 / 4), "hit_rate": 1.0}
+
+
+@pytest.mark.parametrize("ties", POLICIES)
 def test_retrieved_and_flat_equal_the_dense_path_on_the_same_ranking(ties):
     """Every item retrieved (with its score), and every item a flat row: the dense ranking."""
     rng = np.random.default_rng([POLICIES.index(ties), 4])
@@ -503,6 +539,15 @@ def test_ignore_index_is_refused_with_sparse_labels():
         MRR(3, ignore_index=1.5)
     with pytest.raises(ValueError, match="ignore_index"):
         RankingMetrics(a=MRR(3, ignore_index=-1), ignore_index=-100)
+
+
+def test_retrieved_without_any_judgement():
+    """A relevant tensor with no column (no query has a judgement) is a batch of zeros."""
+    ids = torch.tensor([[3, 1], [2, -1]])
+    for relevant in (torch.zeros(2, 0, dtype=torch.int64), torch.full((2, 1), -1)):
+        group = _group(ignore_zero_hits=False)
+        group.update(Retrieved(ids, relevant, scores=torch.tensor([[1.0, 1.0], [0.5, 0.0]])))
+        assert set(group.compute().values()) == {0.0}
 
 
 def test_rows_of_padding_and_unretrieved_relevant_items_count():

@@ -142,10 +142,18 @@ def test_idcg_and_r_from_qrels_not_the_run():
     assert means["ndcg@10"] == pytest.approx(1 / (1 + 1 / np.log2(3) + 0.5))
 
 
-def test_duplicate_document_in_run_is_refused():
+@pytest.mark.parametrize("ties", ["trec", "first", "last", "average", "optimistic"])
+def test_duplicate_document_in_run_is_refused(ties):
     qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
     run = Run(["q"], np.zeros(2, np.int32), np.array([b"a", b"a"]), np.array([1.0, 2.0]))
-    with pytest.raises(ValueError, match="twice"):
+    with pytest.raises(ValueError, match="'a' appears twice for query 'q'"):
+        evaluate(qrels, run, ["mrr", "P@1"], ties=ties)
+
+
+def test_nan_score_is_refused():
+    qrels = Qrels(["q"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
+    run = Run(["q"], np.zeros(2, np.int32), np.array([b"a", b"b"]), np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="NaN"):
         evaluate(qrels, run, ["mrr"])
 
 

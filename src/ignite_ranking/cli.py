@@ -283,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         print(f"ignite-ranking: error: {err}", file=sys.stderr)
         return 2
+    except ImportError as err:  # an optional extra is missing: its message says which to install
+        print(f"ignite-ranking: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

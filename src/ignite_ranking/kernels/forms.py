@@ -329,7 +329,11 @@ class _Candidates:
     or are None when the judged items are exactly the valid listed ones (flat rows, dense rows).
     ``index_ascending`` says that ``index`` ascends along each row (no sort needed for it).
     ``judged`` (bool, the lists' shape) flags the listed items found among the judgements, or
-    is None when every listed item is judged.
+    is None when every listed item is judged; a listed item that is not judged is never relevant
+    (the contract's unjudged items), whatever the threshold. ``catalog`` is the number of items
+    a row ranks among (None: unknown, only the listed and judged items are known); the ideal
+    ranking puts the relevant items of negative label (under a negative threshold) after all
+    the others, which gain 0.
     """
 
     scores: torch.Tensor | None
@@ -340,6 +344,7 @@ class _Candidates:
     judged_labels: torch.Tensor | None = None
     index_ascending: bool = False
     judged: torch.Tensor | None = None
+    catalog: int | None = None
 
     @classmethod
     def scatter(cls, queries, width, query, position, scores, index, labels) -> _Candidates:
@@ -377,6 +382,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     device = c.labels.device
     threshold = ranking.relevance_threshold
     listed_relevant = c.valid & (c.labels >= threshold)
+    if c.judged is not None:
+        listed_relevant &= c.judged  # unjudged: never relevant, even under a threshold <= 0
     if c.judged_labels is None:
         counts = listed_relevant.sum(dim=1)
     else:
@@ -409,6 +416,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
             ranked.ideal_labels = _ideal_labels(relevant_rows, relevant_labels, counts, queries, keep)
         positions = torch.arange(keep, device=device)
         ranked.ideal_relevant = (positions[None, :] < counts[:, None]).to(_F64)
+        if c.judged_labels is not None and threshold < 0:
+            _move_negative_gains_last(ranked, c, relevant_rows, relevant_labels, threshold)
     if average:
         # Padding scores NaN: unequal to everything, so each padded slot is a block of its own.
         scores = torch.where(c.valid, c.scores, torch.full_like(c.scores, torch.nan))
@@ -463,16 +472,23 @@ def _order(c: _Candidates, ties: str) -> torch.Tensor:
     if c.scores is None:
         order = torch.arange(width, device=c.labels.device).expand(queries, width)
     else:
-        order = c.scores.argsort(dim=1, descending=True, stable=True)
-        # The stable sort keeps index order within ties: enough for "first" and "average" when
-        # the index ascends, and for every policy when no two scores of a row are equal.
-        index_kept = ties in ("first", "average") and c.index_ascending
+        if c.index_ascending and ties == "last":
+            # The reversed rows hold the index descending, which a stable sort keeps within ties.
+            order = (width - 1) - c.scores.flip(1).argsort(dim=1, descending=True, stable=True)
+        else:
+            order = c.scores.argsort(dim=1, descending=True, stable=True)
+        # The stable sort keeps index order within ties: enough for "first", "last" and
+        # "average" when the index ascends, and for every policy when no two scores are equal.
+        index_kept = ties in ("first", "last", "average") and c.index_ascending
         if not index_kept and _any_tie(c.scores.gather(1, order)):
-            order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
+            if c.index_ascending:
+                order = torch.arange(width, device=c.labels.device).expand(queries, width)
+            else:
+                order = c.index.argsort(dim=1, descending=ties == "last", stable=True)
             if ties in _BY_LABEL:
-                by_label = c.labels.gather(1, order).argsort(
-                    dim=1, descending=ties == "optimistic", stable=True
-                )
+                # Unjudged items rank as the lowest label, as the dense form's masked ones.
+                key = c.labels if c.judged is None else c.labels.masked_fill(~c.judged, -torch.inf)
+                by_label = key.gather(1, order).argsort(dim=1, descending=ties == "optimistic", stable=True)
                 order = order.gather(1, by_label)
             order = order.gather(1, c.scores.gather(1, order).argsort(dim=1, descending=True, stable=True))
     if bool(c.valid.all()):
@@ -485,9 +501,31 @@ def _any_tie(ranked_scores: torch.Tensor) -> bool:
     return bool((ranked_scores[:, 1:] == ranked_scores[:, :-1]).any())
 
 
-def _ideal_labels(rows, labels, counts, queries, width) -> torch.Tensor:
-    """``(queries, width)``: each query's largest relevant labels, descending, 0-padded."""
-    out = torch.zeros(queries, width, dtype=_F64, device=labels.device)
+def _move_negative_gains_last(ranked: RankedBatch, c: _Candidates, rows, labels, threshold) -> None:
+    """Moves the relevant items of negative label to the end of the ideal ranking, after every
+    item of gain 0 (non-relevant or unjudged, of the catalog or else of the known items), as
+    the dense kernel's ``ideal_order`` does."""
+    negative = labels < 0
+    if not bool(negative.any()):
+        return
+    queries, keep = ranked.ideal_labels.shape
+    if c.catalog is not None:
+        items = torch.full((queries,), c.catalog, device=labels.device)
+    else:
+        unjudged = c.valid & ~c.judged if c.judged is not None else torch.zeros_like(c.valid)
+        items = torch.bincount(c.judged_rows, minlength=queries) + unjudged.sum(dim=1)
+    rows, labels = rows[negative], labels[negative]
+    counts = torch.bincount(rows, minlength=queries)
+    ideal = ranked.ideal_labels.clamp(min=0.0)
+    ranked.ideal_labels = _ideal_labels(rows, labels, counts, queries, keep, ideal, items - counts)
+    ranked.ideal_relevant = (ranked.ideal_labels >= threshold).to(_F64)  # gain-0 slots: relevant
+
+
+def _ideal_labels(rows, labels, counts, queries, width, out=None, offset=None) -> torch.Tensor:
+    """``(queries, width)``: each query's largest relevant labels, descending, 0-padded (or
+    written into ``out`` from each row's position ``offset`` on)."""
+    if out is None:
+        out = torch.zeros(queries, width, dtype=_F64, device=labels.device)
     if labels.numel() == 0 or width == 0:
         return out
     by_label = labels.argsort(descending=True, stable=True)
@@ -495,6 +533,8 @@ def _ideal_labels(rows, labels, counts, queries, width) -> torch.Tensor:
     rows, labels = rows[by_label][by_row], labels[by_label][by_row]
     starts = counts.cumsum(0) - counts
     position = torch.arange(rows.numel(), device=rows.device) - starts[rows]
+    if offset is not None:
+        position = position + offset[rows]
     kept = position < width
     out[rows[kept], position[kept]] = labels[kept]
     return out
@@ -553,9 +593,11 @@ def _lookup(rows, items, judged_rows, judged_items, judged_labels, span):
 
 def _lookup_padded(ids, relevant, grades):
     """:func:`_lookup` for padded ids and judgements of one shape per row, by comparing every
-    retrieved id with every judged id of its row (faster for a few judged items per query)."""
+    retrieved id with every judged id of its row (faster up to about 8 judged items per row)."""
     same = (ids[:, :, None] == relevant[:, None, :]) & (ids >= 0)[:, :, None]
     found = same.any(dim=2)
+    if relevant.shape[1] == 0:  # no judgement at all (argmax needs an entry)
+        return torch.zeros(ids.shape, dtype=_F64, device=ids.device), found
     labels = grades.gather(1, same.to(torch.uint8).argmax(dim=2))
     return torch.where(found, labels, torch.zeros((), dtype=_F64)), found
 
@@ -604,11 +646,14 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     c = _Candidates.scatter(batch, width, cand_rows, position, scores, cand_cols, labels)
     judged = torch.zeros_like(c.valid)
     judged[cand_rows, position] = found
-    return replace(c, judged_rows=rows, judged_labels=values, index_ascending=True, judged=judged)
+    return replace(
+        c, judged_rows=rows, judged_labels=values, index_ascending=True, judged=judged, catalog=num_items
+    )
 
 
-def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Tensor:
-    """Refuses ids that are not ``-1``-padded int64 rows of distinct in-range ids; returns valid."""
+def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> tuple[torch.Tensor, bool]:
+    """Refuses ids that are not ``-1``-padded int64 rows of distinct in-range ids; returns the
+    valid mask and whether the ids ascend along every row (before its padding)."""
     if ids.dtype != torch.int64:
         raise TypeError(f"{name} must hold int64 item ids (-1 for padding), got {ids.dtype}.")
     if ids.ndim != 2:
@@ -618,19 +663,20 @@ def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> torch.Ten
         raise ValueError(f"{name} must hold item ids >= 0 or -1 for padding, got {int(ids.min())}.")
     if num_items is not None and ids.numel() and int(ids.max()) >= num_items:
         raise ValueError(f"{name} must hold item ids < num_items={num_items}, got {int(ids.max())}.")
-    if ids.shape[1] > 1:
-        if (valid[:, 1:] & ~valid[:, :-1]).any():
-            row = int((valid[:, 1:] & ~valid[:, :-1]).any(dim=1).nonzero()[0])
-            raise ValueError(
-                f"{name}: row {row} has padding (-1) before an id; pad only at the end of a row."
-            )
+    if ids.shape[1] < 2:
+        return valid, True
+    if (valid[:, 1:] & ~valid[:, :-1]).any():
+        row = int((valid[:, 1:] & ~valid[:, :-1]).any(dim=1).nonzero()[0])
+        raise ValueError(f"{name}: row {row} has padding (-1) before an id; pad only at the end of a row.")
+    ascending = bool(((ids[:, 1:] > ids[:, :-1]) | ~valid[:, 1:]).all())
+    if not ascending:  # ascending ids are distinct; others are sorted to find a repeated one
         ordered = ids.sort(dim=1).values
         repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
         if repeated.any():
             row = int(repeated.any(dim=1).nonzero()[0])
             item = int(ordered[row, 1:][repeated[row]][0])
             raise ValueError(f"{name}: row {row} lists item {item} more than once.")
-    return valid
+    return valid, ascending
 
 
 def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates:
@@ -648,7 +694,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         num_items = relevant.shape[1]
         batch = relevant.shape[0]
     else:
-        valid_relevant = _check_ids(relevant, "Retrieved.relevant", None)
+        valid_relevant, _ = _check_ids(relevant, "Retrieved.relevant", None)
         batch, num_items = relevant.shape[0], None
         if r.grades is None:
             grades = torch.ones(relevant.shape, dtype=_F64, device=relevant.device)
@@ -666,7 +712,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
                 raise ValueError("Retrieved.grades must not contain NaN labels.")
         judged_rows = valid_relevant.nonzero(as_tuple=True)[0]
         judged_items, judged_labels = relevant[valid_relevant], grades[valid_relevant]
-    valid = _check_ids(ids, "Retrieved.ids", num_items)
+    valid, ascending = _check_ids(ids, "Retrieved.ids", num_items)
     if ids.shape[0] != batch:
         raise ValueError(
             f"Retrieved.ids and relevant must have one batch size, got {ids.shape[0]} and {batch}."
@@ -682,7 +728,8 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         scores = scores.detach().to(_F64)
         if torch.isnan(scores[valid]).any():
             raise ValueError("Retrieved.scores must not contain NaN; mask items with -inf instead.")
-    if relevant.layout == torch.strided and relevant.shape[1] <= 64:
+    # Comparing every id with every judged id of its row beats a sorted join for a few of them.
+    if relevant.layout == torch.strided and relevant.shape[1] <= 8:
         labels, found = _lookup_padded(ids, relevant, grades)
     else:
         big = max(
@@ -695,7 +742,10 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         dropped = judged_labels == ignore_index
         judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
     labels = torch.where(valid, labels, torch.zeros_like(labels))
-    return _Candidates(scores, ids, labels, valid, judged_rows, judged_labels, judged=found & valid)
+    # Ids that ascend along every row spare the ranking a sort by id.
+    return _Candidates(
+        scores, ids, labels, valid, judged_rows, judged_labels, ascending, found & valid, num_items
+    )
 
 
 def check_ignore_index(ignore_index: object) -> int | None:

@@ -1,28 +1,22 @@
 """Evaluate a TREC run against qrels with the library's ranking kernel, the trec_eval way.
 
-How a run becomes kernel input:
+A run is retrieved ids with scores and the qrels are sparse judgements: batches of a few
+thousand queries become :class:`~ignite_ranking.Retrieved` batches
+(:mod:`ignite_ranking.trec.retrieved`) that the library's input forms rank like any other, and
+:mod:`ignite_ranking.trec.scores` computes each measure on the ranked batch. The rules:
 
-- Queries are packed into padded ``(batch, width)`` matrices, a few thousand queries a batch;
-  ``width`` is the longest run list in the batch, widened when needed so that the ranked depth
-  covers R for R-Precision. Padding cells get score ``-inf`` and a label of their own (never
-  relevant, no gain), and sit where the tie policy ranks them after every real document even when a real
-  score is ``-inf``: at the end of the row for ``ties="first"``, at the start for ``"last"`` and
-  ``"trec"``. For the tie-averaging policies of the kernel, real ``-inf`` scores are raised to the
-  lowest finite float so that padding never ties with a real document.
 - Scores are compared as float64 (``score_precision="float64"``, as trec_eval 10 does since
   it stores them as C doubles) or rounded to float32 first (``"float32"``: trec_eval up to 9.0.8
   and pytrec_eval, which store them as C floats, so that more scores tie).
 - ``ties="trec"`` is trec_eval's order: descending score, ties broken by docno in *descending*
-  byte order (``strcmp(docno2, docno1)``). Each query's documents are laid out by ascending docno
-  and ranked with the kernel's ``ties="last"``. ``"first"``/``"last"`` keep the file order.
-- Labels follow trec_eval (:mod:`ignite_ranking.trec.judgements`): the judged grade, or a
-  negative marker for a document not in the qrels or judged with a negative grade; a document is
-  relevant iff it is judged with ``grade >= level`` (levels are >= 0), so unjudged documents never
-  are, also under ``-l 0``.
-- Only documents that can reach the top of their query matter when every measure has a cutoff:
-  for ``"trec"``/``"first"``/``"last"``, each query keeps its documents scoring at least its
-  k-th largest score (k the deepest cutoff; ties at the cut kept whole) before the docno sort,
-  the label lookup and the kernel. Duplicate documents are still looked for in the whole run.
+  byte order (``strcmp(docno2, docno1)``). ``"first"``/``"last"`` keep the file order, and the
+  kernel's other policies apply to file positions too.
+- Labels follow trec_eval: the judged grade, or a negative marker for a document not in the
+  qrels or judged with a negative grade; a document is relevant iff it is judged with
+  ``grade >= level`` (levels are >= 0), so unjudged documents never are, also under ``-l 0``.
+- Only documents that can reach the top of their query matter when every measure has a cutoff
+  and ties are ordered (``"trec"``, ``"first"``, ``"last"``): the others are cut before the
+  join with the qrels and the ranking. Duplicate documents are still looked for in the whole run.
 - R (relevant documents) and the ideal DCG come from *all* judged documents of the query in the
   qrels, not only the retrieved ones.
 
@@ -54,13 +48,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from ..kernels import TIE_POLICIES, rank_batch
+from ..kernels import TIE_POLICIES
+from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
-from .gains import GainRule
-from .grid import docno_order, refuse_duplicates, refuse_sorted_duplicates, segments, top_cells
+from .gains import GainRule, ideal_matrix
 from .io import Qrels, Run
-from .judgements import PADDING, index_judgements, labels_of, words
 from .measures import Measure, parse_measures
+from .retrieved import RunQueries, trec_ranked
 from .scores import Batch, family_values
 
 __all__ = ["SCORE_PRECISIONS", "EvaluationResult", "evaluate", "tie_policies"]
@@ -202,22 +196,16 @@ def evaluate(
     for m in measures:
         if m.rel is not None and m.rel < 0:
             raise ValueError(f"measure {m.name!r}: its relevance level must be >= 0, got {m.rel}")
-    kernel_ties = "last" if ties == "trec" else ties
-    pad_left = kernel_ties == "last"
-    score_dtype = np.float32 if score_precision == "float32" else np.float64
+    kernel_ties = "last" if ties == "trec" else ties  # ids ascend with the docno: see retrieved.py
 
     # Map the run's query ids onto the qrels' and drop queries the qrels do not know.
     qrels_index = {q: i for i, q in enumerate(qrels.qids)}
     run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.qids], dtype=np.int64)
     mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
     keep = mapped >= 0
-    if not keep.all():
-        rows = np.flatnonzero(keep)
-        mapped, docno, score = mapped[rows], run.docno[rows], run.score[rows]
-    else:
-        docno, score = run.docno, run.score
-    num_q = len(qrels.qids)
-    judgements = index_judgements(qrels)
+    rows = slice(None) if keep.all() else np.flatnonzero(keep)
+    queries = RunQueries.group(qrels, mapped[rows], run.docno[rows], run.score[rows], score_precision)
+    num_q, count = len(qrels.qids), queries.count
 
     levels = sorted({relevance_level if m.rel is None else m.rel for m in measures})
     num_relevant = {
@@ -232,9 +220,6 @@ def evaluate(
     rules = {rule for rule in map(_gain_rule, measures) if rule is not None}
     ideals = {rule: rule.ideal(qrels) for rule in rules}
 
-    order, start, count = segments(mapped.astype(np.int32), num_q)
-    if order is not None:
-        mapped, docno, score = mapped[order], docno[order], score[order]
     # Evaluated queries, in order of first appearance in the run (run.qids' order).
     evaluated = run_to_qrels[run_to_qrels >= 0]
     evaluated = evaluated[count[evaluated] > 0]
@@ -257,87 +242,25 @@ def evaluate(
     groups = {key: sorted(set(ks)) for key, ks in groups.items()}
     ranked_families = [key for key in groups if key[0] not in ("num_q", "num_ret", "num_rel")]
     # A judged-only list needs every retrieved document: its top k may come from any depth.
-    whole_ranking = (
-        any(key[0] == "num_rel_ret" for key in groups) or kernel_ties not in ("first", "last") or condensing
-    )
+    whole_ranking = any(key[0] == "num_rel_ret" for key in groups) or condensing
     depth = whole if whole_ranking else max((max(groups[key]) for key in ranked_families), default=1)
     needs_r = any(key[0] == "Rprec" for key in groups)
 
     def score_batch(qs: np.ndarray) -> np.ndarray:
         """``(len(qs), len(measures))`` values of the queries ``qs`` (qrels indices)."""
-        lens, starts = count[qs], start[qs]
         r_max = max(int(num_relevant[level][qs].max()) for level in levels)
         batch_depth = max(depth, r_max) if needs_r else depth
-        width = max(int(lens.max()), min(batch_depth, r_max))
-        n = int(lens.sum())
-        # Real cells of the (batch, width) grid, left-aligned; boolean-mask indexing visits them
-        # in row-major order, i.e. query by query in run order, like ``src`` (faster than
-        # indexing with (row, column) arrays).
-        cells = np.arange(width) < lens[:, None]
-        src = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(n)
-        values = score[src].astype(score_dtype)
-        names = [qrels.qids[q] for q in qs]
-        truncate = kernel_ties in ("first", "last") and batch_depth < width and not np.isnan(values).any()
-        if ties == "trec" and truncate:  # duplicates are looked for in the whole run
-            refuse_duplicates(docno[src], cells, lens, names)
-        if truncate:
-            # Only documents that can reach the top batch_depth matter to the measures (R and the
-            # ideal DCG come from the qrels): rank those alone.
-            keep = top_cells(values, cells, batch_depth)
-            src, values, kept = src[keep[cells]], values[keep[cells]], keep.sum(axis=1)
-            width = max(int(kept.max()), min(batch_depth, r_max))
-            n = int(kept.sum())
-            cells = np.arange(width) < kept[:, None]
-        batch_docno = docno[src]
-        batch_words = words(batch_docno)
-        labels = labels_of(judgements, np.repeat(qs, cells.sum(axis=1)), batch_docno, batch_words)
-        if ties == "trec":
-            by_docno, sorted_grid = docno_order(batch_words, cells)
-            if not truncate:  # the whole run is here: its docno sort shows the duplicates
-                refuse_sorted_duplicates(sorted_grid, lens, names)
-            # Reorder the batch's rows (values and labels) by their position in the sorted grid.
-            pos_grid = np.zeros((len(qs), width), dtype=np.int64)
-            pos_grid[cells] = np.arange(n)
-            pos = np.take_along_axis(pos_grid, by_docno, axis=1)[cells]
-            values, labels = values[pos], labels[pos]
-        # Padding goes left for "last" (each row's real cells, right-aligned, in the same order).
-        placed = cells[:, ::-1] if pad_left else cells
-        if kernel_ties not in ("first", "last"):
-            values = np.maximum(values, np.finfo(score_dtype).min)
-        s = np.full((len(qs), width), -np.inf, dtype=score_dtype)
-        s[placed] = values
-        y = np.full((len(qs), width), PADDING, dtype=np.int64)
-        y[placed] = labels
-        s_t, y_t = torch.from_numpy(s), torch.from_numpy(y)
+        retrieved = queries.batch(qs, batch_depth, ties)
         ranked, condensed = {}, {}
-        shown = torch.from_numpy(cells.sum(axis=1).astype(np.float64))
         for level in levels:
-            batch = rank_batch(
-                s_t, y_t, batch_depth, relevance_threshold=level, ties=kernel_ties, count=False
-            )
-            # R and N from the qrels (count=False only told whether a row has a relevant document);
-            # a document is judged iff the qrels grade it >= 0 (padding is not, nor retrieved).
-            ranked[level] = replace(
-                batch,
-                num_relevant=torch.from_numpy(num_relevant[level][qs]),
-                num_nonrelevant=torch.from_numpy(num_nonrelevant[level][qs]),
-                judged=(batch.labels >= 0).to(torch.float64),
-                retrieved=shown,
-            )
+            ranking = Ranking(batch_depth, level, kernel_ties, cover_relevant=needs_r)
+            ranked[level] = trec_ranked(normalize(retrieved, ranking).ranked, num_nonrelevant[level][qs])
             if condensing:
                 condensed[level] = condense(ranked[level])
-        ideal = {}
-        for rule, (gains, g_start, g_count) in ideals.items():
-            take = np.minimum(g_count[qs], whole)
-            matrix = np.zeros((len(qs), max(int(take.max()), 1)), dtype=np.float64)
-            irow = np.repeat(np.arange(len(qs)), take)
-            icol = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-            matrix[irow, icol] = gains[g_start[qs][irow] + icol]
-            ideal[rule] = torch.from_numpy(matrix)
         batch = Batch(
             ranked=ranked,
-            retrieved=lens,
-            ideal=ideal,
+            retrieved=count[qs],
+            ideal={rule: ideal_matrix(ideal, qs, whole) for rule, ideal in ideals.items()},
             condensed=condensed,
             max_grade=torch.from_numpy(max_grade[qs]),
         )

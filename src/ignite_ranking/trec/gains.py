@@ -22,10 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from .io import Qrels
 
-__all__ = ["GainRule"]
+__all__ = ["GainRule", "ideal_matrix"]
 
 
 def _merge_sort(items: list, compare: Callable) -> list:
@@ -109,3 +110,15 @@ class GainRule:
         gains = values[keep][order]
         count = np.bincount(qid[keep], minlength=num_q).astype(np.int64)
         return gains, np.cumsum(count) - count, count
+
+
+def ideal_matrix(ideal: tuple[np.ndarray, np.ndarray, np.ndarray], queries: np.ndarray, width: int):
+    """``(len(queries), <= width)`` float64 tensor of the queries' ideal gains, best first,
+    0-padded; ``ideal`` from :meth:`GainRule.ideal`."""
+    gains, start, count = ideal
+    take = np.minimum(count[queries], width)
+    matrix = np.zeros((len(queries), max(int(take.max()), 1)), dtype=np.float64)
+    rows = np.repeat(np.arange(len(queries)), take)
+    columns = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+    matrix[rows, columns] = gains[start[queries][rows] + columns]
+    return torch.from_numpy(matrix)

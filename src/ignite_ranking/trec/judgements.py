@@ -1,4 +1,4 @@
-"""Joining a run with its qrels: the judged grade of each run row, exactly and fast.
+"""Joining a run with its qrels: the judgement of each run row, exactly and fast.
 
 The qrels' ``(qid, docno)`` pairs are hashed to 64-bit keys (qid in the top bits, so that a
 query's keys are contiguous) and sorted; run rows probe them with ``searchsorted`` after a
@@ -8,6 +8,7 @@ bytes, so a hash collision can never give a wrong label.
 Labels follow trec_eval's ``form_res_rels.c``: a judged document has its grade (>= 0), a document
 judged with a negative grade (pooled but not judged) has :data:`UNJUDGED` and a document absent
 from the qrels :data:`NOT_IN_POOL`. Both are below every relevance level (levels are >= 0).
+(:func:`~ignite_ranking.trec.retrieved.trec_ranked` gives a ranked batch these labels.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from .io import Qrels
 
-__all__ = ["NOT_IN_POOL", "PADDING", "UNJUDGED", "Judgements", "index_judgements", "labels_of", "words"]
+__all__ = ["NOT_IN_POOL", "PADDING", "UNJUDGED", "Judgements", "index_judgements", "judged_rows", "words"]
 
 NOT_IN_POOL = -1  # trec_eval's RELVALUE_NONPOOL
 UNJUDGED = -2  # trec_eval's RELVALUE_UNJUDGED: in the qrels with a negative grade
@@ -57,7 +58,7 @@ def _keys(qid: np.ndarray, words: np.ndarray, seed: int, qid_bits: int) -> np.nd
 
 @dataclass(frozen=True)
 class Judgements:
-    """The qrels under a collision-free 64-bit key of ``(qid, docno)``, sorted, for :func:`labels_of`."""
+    """The qrels under a collision-free 64-bit key of ``(qid, docno)``, sorted, for :func:`judged_rows`."""
 
     qrels: Qrels
     seed: int
@@ -95,18 +96,18 @@ def index_judgements(qrels: Qrels) -> Judgements:
     return Judgements(qrels, seed, qid_bits, order, sorted_keys, mask, maybe_judged)
 
 
-def labels_of(
+def judged_rows(
     judgements: Judgements, run_qid: np.ndarray, run_docno: np.ndarray, run_words: np.ndarray
 ) -> np.ndarray:
-    """Label of each run row: its grade, :data:`UNJUDGED` or :data:`NOT_IN_POOL`; exact.
+    """The qrels row judging each run row (``-1`` if none); exact.
 
     ``run_qid`` holds qrels query indices and ``run_words`` is ``words(run_docno)``. Joins on the
-    64-bit key and then compares the docno bytes, so a hash collision can never give a wrong label.
+    64-bit key and then compares the docno bytes, so a hash collision can never give a wrong row.
     """
     j = judgements
-    labels = np.full(len(run_qid), NOT_IN_POOL, dtype=np.int64)
+    matched = np.full(len(run_qid), -1, dtype=np.int64)
     if j.sorted_keys.size == 0:
-        return labels
+        return matched
     rkeys = _keys(run_qid, run_words, j.seed, j.qid_bits)
     candidates = np.flatnonzero(j.maybe_judged[rkeys & j.mask])
     ckeys = rkeys[candidates]
@@ -114,6 +115,5 @@ def labels_of(
     hit = j.sorted_keys[pos] == ckeys
     rows, idx = candidates[hit], j.order[pos[hit]]
     same = (j.qrels.qid[idx] == run_qid[rows]) & (j.qrels.docno[idx] == run_docno[rows])
-    grades = j.qrels.rel[idx[same]]
-    labels[rows[same]] = np.where(grades >= 0, grades, UNJUDGED)
-    return labels
+    matched[rows[same]] = idx[same]
+    return matched
