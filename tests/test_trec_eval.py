@@ -380,3 +380,48 @@ def test_ir_measures_rel_parameter_sets_the_level_per_measure():
         "NumRelRet": 2.0,
         "NumRet(rel=2)": 1.0,
     }
+
+
+def test_means_add_in_query_id_order_as_trec_eval():
+    """trec_eval adds the per-query values one by one in query id order; with these P_10 values
+    the mean is the double below 0.04375 (printed 0.0437 by trec_eval 10), where numpy's
+    pairwise sum gives the one above (0.0438)."""
+    p10 = {f"q{i}": 0.0 for i in range(1, 17)}
+    p10.update(q10=0.1, q16=0.1, q3=0.1, q4=0.1, q5=0.1, q7=0.2)
+    qids = list(p10)
+    run_q, run_d, qrels_q, qrels_d = [], [], [], []
+    for q, (qid, value) in enumerate(p10.items()):
+        run_q += [q] * 10
+        run_d += [f"{qid}-d{i}" for i in range(10)]
+        relevant = round(value * 10)
+        qrels_q += [q] * max(relevant, 1)
+        qrels_d += [f"{qid}-d{i}" for i in range(relevant)] or [f"{qid}-unretrieved"]
+    run = Run(
+        qids, np.array(run_q, np.int32), np.array(run_d, dtype="S"), np.tile(np.arange(10.0, 0, -1), 16)
+    )
+    qrels = Qrels(
+        qids, np.array(qrels_q, np.int32), np.array(qrels_d, dtype="S"), np.ones(len(qrels_q), np.int64)
+    )
+    mean = evaluate(qrels, run, ["P_10"]).means["P_10"]
+    assert f"{mean:.4f}" == "0.0437"
+    assert f"{np.mean(list(p10.values())):.4f}" == "0.0438"  # what a pairwise sum would print
+
+
+@pytest.mark.parametrize(
+    ("run_extra", "qrels_extra"),
+    [("", "a-judged-document-name-of-40-bytes-x"), ("a-retrieved-document-name-of-40-bytes", ""), ("", "")],
+)
+def test_documents_join_whatever_the_widths_of_the_two_files(tmp_path, run_extra, qrels_extra):
+    """The docno columns of a run and a qrels file have the width of their longest id, which
+    differ: a run of short ids against qrels with one long id found nothing (P_1 = 0)."""
+    qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text(f"q1 0 d1 1\nq1 0 d3 1\nq2 0 d2 2\nq2 0 {qrels_extra or 'd9'} 1\n")
+    run_path.write_text(
+        "q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\n"
+        f"q2 Q0 d2 1 3.0 r\nq2 Q0 {run_extra or 'd8'} 2 2.0 r\nq2 Q0 d1 3 1.0 r\n"
+    )
+    result = evaluate(read_qrels(str(qrels_path)), read_run(str(run_path)), ["P_1", "num_rel_ret"])
+    assert result.per_query() == {
+        "q1": {"P_1": 1.0, "num_rel_ret": 1.0},
+        "q2": {"P_1": 1.0, "num_rel_ret": 1.0},
+    }

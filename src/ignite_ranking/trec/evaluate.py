@@ -296,7 +296,7 @@ def evaluate(
                 rows[:, column] = num_relevant[relevance_level if m.rel is None else m.rel][missing]
         out = np.concatenate((out, rows))
     return EvaluationResult(
-        means=_summaries(measures, out, qrels, missing_as_zero),
+        means=_summaries(measures, out, queries, qrels, missing_as_zero),
         queries=queries,
         values=out,
         metrics=[m.name for m in measures],
@@ -304,18 +304,24 @@ def evaluate(
     )
 
 
-def _summaries(measures: list[Measure], out: np.ndarray, qrels: Qrels, missing_as_zero: bool) -> dict:
+def _summaries(
+    measures: list[Measure], out: np.ndarray, queries: list[str], qrels: Qrels, missing_as_zero: bool
+) -> dict:
     """The mean of each measure over the queries, or the sum for counts (trec_eval's "all" line).
 
+    As trec_eval, the values are added one by one in ascending query id (``strcmp``) order and
+    the sum divided by the number of queries: a mean halfway between two printed digits then
+    rounds as trec_eval's does (numpy's pairwise sum can land on the other side).
     With ``missing_as_zero``, trec_eval's ``num_rel`` total counts the judgements of grade > 0 in
     the whole qrels, whatever the relevance level; so does this.
     """
+    in_order = out[sorted(range(len(queries)), key=lambda i: queries[i].encode())]
     means = {}
     for column, m in enumerate(measures):
         if m.family == "num_rel" and missing_as_zero:
             means[m.name] = float(np.count_nonzero(qrels.rel > 0))
         elif m.is_count:
             means[m.name] = float(out[:, column].sum())
-        else:
-            means[m.name] = float(out[:, column].mean()) if len(out) else math.nan
+        else:  # cumsum adds sequentially
+            means[m.name] = float(np.cumsum(in_order[:, column])[-1] / len(out)) if len(out) else math.nan
     return means

@@ -108,7 +108,13 @@ def judged_rows(
     matched = np.full(len(run_qid), -1, dtype=np.int64)
     if j.sorted_keys.size == 0:
         return matched
-    rkeys = _keys(run_qid, run_words, j.seed, j.qid_bits)
+    # Hash as many words as the qrels' docnos have: the run's fixed width may differ from theirs
+    # (zero words pad a shorter one; a longer one is cut, and the byte comparison below rejects
+    # the docnos that only agree on that prefix).
+    width = -(-j.qrels.docno.dtype.itemsize // 8)
+    if run_words.shape[1] < width:
+        run_words = np.pad(run_words, ((0, 0), (0, width - run_words.shape[1])))
+    rkeys = _keys(run_qid, run_words[:, :width], j.seed, j.qid_bits)
     candidates = np.flatnonzero(j.maybe_judged[rkeys & j.mask])
     ckeys = rkeys[candidates]
     pos = np.minimum(np.searchsorted(j.sorted_keys, ckeys), len(j.sorted_keys) - 1)
