@@ -57,6 +57,9 @@ def _discounted(gains: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
 
 def _ndcg(ranked: RankedBatch, ideal: torch.Tensor, rule: GainRule, cutoffs: Sequence[int]) -> torch.Tensor:
     gains = torch.from_numpy(rule.of(ranked.labels.numpy().astype(np.int64)))
+    # Only the ranks that hold a document gain: past them, a condensed (judged-only) list keeps
+    # the labels of the unjudged documents it moved out, which custom gains may reward.
+    gains[torch.arange(gains.shape[1]) >= judged.retrieved_counts(ranked)[:, None]] = 0.0
     if ranked.blocks is not None:  # expected gain at each rank: its tied block's mean gain
         blocks = ranked.blocks
         sums = torch.zeros_like(gains).scatter_add_(1, blocks.block_id, gains)
