@@ -115,6 +115,10 @@ class RankedBatch:
         indices: ``(batch, K)`` int64 column of the item at each rank (catalog measures), or None.
         scores: ``(batch, K)`` float64 score of the item at each rank (AUC), or None when not
             gathered.
+        relevant_within_r: ``(batch,)`` relevant items at ranks ``1..R`` of each row (``R`` =
+            ``num_relevant``; expected under ``"average"``) when the kernel counted them without
+            ranking that deep (see :mod:`.within_r`), else None: R-Precision then reads the
+            ranked positions, which must hold rank R.
     """
 
     labels: torch.Tensor
@@ -128,6 +132,7 @@ class RankedBatch:
     retrieved: torch.Tensor | None = None
     indices: torch.Tensor | None = None
     scores: torch.Tensor | None = None
+    relevant_within_r: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property

@@ -203,5 +203,6 @@ def condense(ranked: RankedBatch) -> RankedBatch:
         relevant=relevant,
         judged=kept.to(torch.float64),
         retrieved=judged.sum(dim=1).to(torch.float64),
+        relevant_within_r=None,  # counted over every item, judged or not
         _gain_cache={},
     )

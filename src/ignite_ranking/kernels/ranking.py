@@ -26,6 +26,7 @@ from .batch import RankedBatch, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
 from .ties import tie_blocks
+from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
 
@@ -183,7 +184,8 @@ def rank_batch(
         relevance_threshold: an item is relevant iff its label is ``>=`` this.
         ties: the tie policy.
         ideal: also gather each row's K largest labels (for IDCG).
-        cover_relevant: make K at least each row's number of relevant items (for R-Precision).
+        cover_relevant: count each row's relevant items and those among its top R
+            (``RankedBatch.relevant_within_r``, for R-Precision), by selection: K stays ``depth``.
         count: count each row's relevant items (recall, AP and R-Precision divide by it). If
             False, ``num_relevant`` only tells whether a row has one (1.0) or not (0.0), which is
             all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
@@ -191,11 +193,7 @@ def rank_batch(
             the catalog measures); otherwise they are dropped as soon as possible.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
-    num_relevant = None
-    if cover_relevant:
-        num_relevant = count_relevant(y, relevance_threshold)
-        if num_relevant.numel():
-            depth = max(depth, int(num_relevant.max().item()))
+    num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
     best = None
     if ideal:
@@ -218,6 +216,8 @@ def rank_batch(
     batch = RankedBatch(
         labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant, indices=kept
     )
+    if cover_relevant:
+        batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     if ties == "average":

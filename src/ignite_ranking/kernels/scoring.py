@@ -99,8 +99,11 @@ def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_
 def r_precision(ranked: RankedBatch) -> torch.Tensor:
     """Relevant items in the top R, divided by R: ``(batch, 1)``.
 
-    The batch must be ranked with ``cover_relevant=True`` so that rank R is always held.
+    The batch must be ranked with ``cover_relevant=True``: the kernel then counts them
+    (``ranked.relevant_within_r``), or ranks deep enough that rank R is always held.
     """
+    if ranked.relevant_within_r is not None:
+        return _divide(ranked.relevant_within_r, ranked.num_relevant)[:, None]
     cumulative = torch.nn.functional.pad(ranked.relevant.cumsum(dim=1), (1, 0))
     within = cumulative.gather(1, ranked.num_relevant.to(torch.int64)[:, None])
     return _divide(within, ranked.num_relevant[:, None])
