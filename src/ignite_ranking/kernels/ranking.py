@@ -23,9 +23,9 @@ from __future__ import annotations
 import torch
 
 from .batch import RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
+from .boundary import BoundaryBlocks, boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
-from .ties import tie_blocks
+from .ties import TieBlocks, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
@@ -70,16 +70,20 @@ def sorts_whole_rows(k: int, num_items: int) -> bool:
     return 4 * k >= num_items
 
 
+def _by_sort(k: int, num_items: int) -> bool:
+    return not 0 < k < num_items or sorts_whole_rows(k, num_items)
+
+
 def _select(scores, k, ties, labels):
     """``top_indices``, the rows whose k-th value ties with an item below the cutoff, and the
-    k-th value of every row.
+    k-th value of every row (None and None when whole rows are sorted).
 
     ``ties="average"`` leaves the tied slots at the cutoff as ``torch.topk`` filled them: the
     expected values read only the block statistics there, not which items hold the slots.
     """
     num_items = scores.shape[1]
-    if not 0 < k < num_items or sorts_whole_rows(k, num_items):
-        return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels)
+    if _by_sort(k, num_items):
+        return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels), None, None
     values, indices = top_k_rows(scores, k + 1)
     crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
     values, indices = values[:, :k], indices[:, :k]
@@ -124,20 +128,85 @@ def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 def _select_by_sort(scores, k, ties, labels):
-    """``_select`` by stable sorts of whole rows, a few rows at a time."""
+    """``top_indices`` by stable sorts of whole rows, a few rows at a time."""
     batch, num_items = scores.shape
     indices = torch.empty(batch, k, dtype=torch.int64, device=scores.device)
-    boundary = torch.zeros(batch, dtype=scores.dtype, device=scores.device)
-    crosses = torch.zeros(batch, dtype=torch.bool, device=scores.device)
     step = rows_per_chunk(num_items)
     for start in range(0, batch if k else 0, step):
         rows = slice(start, min(start + step, batch))
         order = _sorted_rows(scores[rows], ties, None if labels is None else labels[rows])
         indices[rows] = order[:, :k]
-        if k < num_items:
-            edge = scores[rows].gather(1, order[:, k - 1 : k + 1])
-            boundary[rows], crosses[rows] = edge[:, 0], edge[:, 0] == edge[:, 1]
-    return indices, crosses.nonzero().squeeze(1), boundary
+    return indices
+
+
+def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices):
+    """Ranked labels and relevance (``(batch, k)`` float64; under ``"average"`` the relevant
+    share), the indices if kept, and under ``"average"`` the tied blocks, by stable sorts of whole
+    rows a few rows at a time.
+
+    Every gather reads one chunk of rows and writes its results in place, and under
+    ``"average"`` each block is whole in the sorted rows, so its statistics are counted there (no
+    pass over the tied items afterwards).
+    """
+    batch, num_items = scores.shape
+    device = scores.device
+    ranked_labels = torch.empty(batch, k, dtype=torch.float64, device=device)
+    relevant = torch.empty_like(ranked_labels)
+    indices = torch.empty(batch, k, dtype=torch.int64, device=device) if keep_indices else None
+    if ties != "average":
+        for rows in _row_slices(batch if k else 0, num_items):
+            order = _sorted_rows(scores[rows], ties, labels[rows])[:, :k]
+            _gather_ranked(labels[rows], order, threshold, ranked_labels[rows], relevant[rows])
+            if indices is not None:
+                indices[rows] = order
+        return ranked_labels, relevant, indices, None
+    blocks = TieBlocks(
+        start=torch.empty_like(relevant),
+        size=torch.empty_like(relevant),
+        relevant=torch.empty_like(relevant),
+        block_id=torch.empty(batch, k, dtype=torch.int64, device=device),
+        ranked_labels=ranked_labels,
+        ranked_relevant=torch.empty(batch, k, dtype=torch.bool, device=device),
+        tail=None,  # type: ignore[arg-type]  # set below
+    )
+    tails = []
+    for rows in _row_slices(batch if k else 0, num_items):
+        values, order = scores[rows].sort(dim=1, descending=True, stable=True)
+        _gather_ranked(labels[rows], order[:, :k], threshold, ranked_labels[rows], relevant[rows])
+        if indices is not None:
+            indices[rows] = order[:, :k]
+        hits = torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
+        outputs = (blocks.start[rows], blocks.size[rows], blocks.relevant[rows], blocks.block_id[rows])
+        crossing, tail_size, tail_relevant = sorted_blocks(
+            values, order, k, hits, labels[rows], threshold, outputs
+        )
+        tails.append((crossing + rows.start, tail_size, tail_relevant, values[crossing, k - 1]))
+    if tails:
+        crossing, tail_size, tail_relevant, tail_values = (
+            torch.cat(part) for part in zip(*tails, strict=True)
+        )
+    else:
+        crossing = torch.zeros(0, dtype=torch.int64, device=device)
+        tail_size = tail_relevant = torch.zeros(0, dtype=torch.float64, device=device)
+        tail_values = scores.new_zeros(0)
+    boundary = torch.zeros(batch, dtype=scores.dtype, device=device).index_copy(0, crossing, tail_values)
+    blocks.tail = BoundaryBlocks(crossing, tail_size, tail_relevant, scores, labels, threshold, boundary)
+    # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
+    return ranked_labels, torch.div(blocks.relevant, blocks.size, out=relevant), indices, blocks
+
+
+def _row_slices(batch: int, num_items: int):
+    """Consecutive row slices of about ``CHUNK_ELEMENTS`` elements."""
+    step = rows_per_chunk(num_items)
+    for start in range(0, batch, step):
+        yield slice(start, min(start + step, batch))
+
+
+def _gather_ranked(labels, order, threshold, ranked_labels, relevant):
+    """Writes the labels at ``order`` (as float64) and their relevance (1.0/0.0) in place."""
+    native = labels.gather(1, order)
+    ranked_labels.copy_(native)
+    torch.ge(native, threshold, out=relevant)
 
 
 def _sorted_rows(scores, ties, labels):
@@ -203,7 +272,27 @@ def rank_batch(
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
         raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
-    indices, crossing, boundary = _select(y_pred, depth, ties, labels)
+    if _by_sort(depth, y.shape[1]):
+        ranked_labels, relevant, indices, blocks = _rank_by_sort(
+            y_pred, labels, threshold, depth, ties, keep_indices
+        )
+    else:
+        ranked_labels, relevant, indices, blocks = _rank_by_top_k(
+            y_pred, labels, threshold, depth, ties, keep_indices
+        )
+    batch = RankedBatch(
+        labels=ranked_labels, relevant=relevant, num_relevant=num_relevant, indices=indices, blocks=blocks
+    )
+    if cover_relevant:
+        batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
+    if best is not None:
+        batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
+    return batch
+
+
+def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices):
+    """``_rank_by_sort``'s results by ``torch.topk`` (:func:`_select`)."""
+    indices, crossing, boundary = _select(scores, k, ties, labels)
     # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
     # indices are dropped as soon as nothing needs them (deep rankings make these large).
     native = labels.gather(1, indices)
@@ -212,20 +301,10 @@ def rank_batch(
     del native
     kept = indices if keep_indices else None
     if ties != "average":
-        del indices
-    batch = RankedBatch(
-        labels=ranked_labels, relevant=relevant.to(torch.float64), num_relevant=num_relevant, indices=kept
-    )
-    if cover_relevant:
-        batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
-    if best is not None:
-        batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
-    if ties == "average":
-        tail = boundary_blocks(y_pred, labels, threshold, boundary, crossing)
-        blocks = tie_blocks(y_pred, indices, ranked_labels, relevant, tail)
-        batch.blocks = blocks
-        batch.relevant = blocks.relevant / blocks.size
-    return batch
+        return ranked_labels, relevant.to(torch.float64), kept, None
+    tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
+    blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
+    return ranked_labels, blocks.relevant / blocks.size, kept, blocks
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):

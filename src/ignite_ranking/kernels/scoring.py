@@ -53,9 +53,10 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
         )
     if ranked.blocks is not None:
         return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
-    relevant = ranked.relevant > 0
-    rank = relevant.to(torch.uint8).argmax(dim=1).to(torch.float64) + 1.0
-    found = relevant.any(dim=1)
+    # argmax gives the first of equal maxima: the first relevant rank where there is one.
+    first = ranked.relevant.argmax(dim=1, keepdim=True)
+    found = ranked.relevant.gather(1, first).squeeze(1) > 0
+    rank = first.squeeze(1).to(torch.float64) + 1.0
     within = found[:, None] & (rank[:, None] <= _cutoff_tensor(ranked, cutoffs))
     return torch.where(within, 1.0 / rank[:, None], torch.zeros(1, dtype=torch.float64, device=rank.device))
 
