@@ -223,3 +223,19 @@ def test_rows_rising_along_their_length_are_ranked_exactly(ties):
     if ties in ("first", "last"):
         got = functional_values("ndcg", rising, labels, [1, 5, 13], ties=ties)
         assert_close(got, per_query(rising, labels, "ndcg", [1, 5, 13], ties=ties))
+
+
+@pytest.mark.parametrize("dtype", SCORE_DTYPES)
+def test_order_key_sorts_and_ties_as_the_scores(dtype):
+    rng = np.random.default_rng(61)
+    info = torch.finfo(dtype)
+    special = [0.0, -0.0, math.inf, -math.inf, info.max, -info.max, info.tiny, -info.tiny, info.eps]
+    values = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-6, 6, 500), special])
+    scores = torch.from_numpy(rng.choice(values, (4, 800))).to(dtype)
+    scores[0, :20] = info.smallest_normal / 4  # subnormal
+    key = ranking.order_key(scores)
+    for descending in (False, True):
+        expected = scores.argsort(dim=1, descending=descending, stable=True)
+        assert torch.equal(key.argsort(dim=1, descending=descending, stable=True), expected)
+    equal = scores[:, :, None] == scores[:, None, :]
+    assert torch.equal(key[:, :, None] == key[:, None, :], equal)

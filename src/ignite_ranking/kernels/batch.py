@@ -96,7 +96,8 @@ class RankedBatch:
     """What the per-query scorers need of one ranked batch; all values are float64.
 
     Attributes:
-        labels: ``(batch, K)`` labels of the items at ranks 1..K.
+        labels: ``(batch, K)`` labels of the items at ranks 1..K, or None for a batch ranked
+            without them (``rank_batch(..., labels=False)``, for scorers that read relevance only).
         relevant: ``(batch, K)`` 1.0 where the item at that rank is relevant, else 0.0; under
             ``ties="average"`` the probability that it is (its tied block's relevant share).
         num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K);
@@ -121,7 +122,7 @@ class RankedBatch:
             ranked positions, which must hold rank R.
     """
 
-    labels: torch.Tensor
+    labels: torch.Tensor | None
     relevant: torch.Tensor
     num_relevant: torch.Tensor
     ideal_labels: torch.Tensor | None = None
@@ -138,7 +139,7 @@ class RankedBatch:
     @property
     def depth(self) -> int:
         """K, the number of ranked positions held per row."""
-        return self.labels.shape[1]
+        return self.relevant.shape[1]
 
     def _top(self) -> torch.Tensor | None:
         """``(batch,)`` each row's largest relevant label (for a row with any), or None."""

@@ -139,10 +139,10 @@ def _select_by_sort(scores, k, ties, labels):
     return indices
 
 
-def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices):
-    """Ranked labels and relevance (``(batch, k)`` float64; under ``"average"`` the relevant
-    share), the indices if kept, and under ``"average"`` the tied blocks, by stable sorts of whole
-    rows a few rows at a time.
+def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels):
+    """Ranked labels (if kept) and relevance (``(batch, k)`` float64; under ``"average"`` the
+    relevant share), the indices if kept, and under ``"average"`` the tied blocks, by stable sorts
+    of whole rows a few rows at a time.
 
     Every gather reads one chunk of rows and writes its results in place, and under
     ``"average"`` each block is whole in the sorted rows, so its statistics are counted there (no
@@ -150,13 +150,18 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices):
     """
     batch, num_items = scores.shape
     device = scores.device
-    ranked_labels = torch.empty(batch, k, dtype=torch.float64, device=device)
-    relevant = torch.empty_like(ranked_labels)
+    relevant = torch.empty(batch, k, dtype=torch.float64, device=device)
+    ranked_labels = torch.empty_like(relevant) if keep_labels else None
     indices = torch.empty(batch, k, dtype=torch.int64, device=device) if keep_indices else None
+
+    def gather(rows, order):
+        kept = None if ranked_labels is None else ranked_labels[rows]
+        _gather_ranked(labels[rows], order, threshold, kept, relevant[rows])
+
     if ties != "average":
         for rows in _row_slices(batch if k else 0, num_items):
             order = _sorted_rows(scores[rows], ties, labels[rows])[:, :k]
-            _gather_ranked(labels[rows], order, threshold, ranked_labels[rows], relevant[rows])
+            gather(rows, order)
             if indices is not None:
                 indices[rows] = order
         return ranked_labels, relevant, indices, None
@@ -171,8 +176,8 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices):
     )
     tails = []
     for rows in _row_slices(batch if k else 0, num_items):
-        values, order = scores[rows].sort(dim=1, descending=True, stable=True)
-        _gather_ranked(labels[rows], order[:, :k], threshold, ranked_labels[rows], relevant[rows])
+        values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=True)
+        gather(rows, order[:, :k])
         if indices is not None:
             indices[rows] = order[:, :k]
         hits = torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
@@ -180,7 +185,8 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices):
         crossing, tail_size, tail_relevant = sorted_blocks(
             values, order, k, hits, labels[rows], threshold, outputs
         )
-        tails.append((crossing + rows.start, tail_size, tail_relevant, values[crossing, k - 1]))
+        boundary = scores[rows][crossing].gather(1, order[crossing, k - 1 : k]).squeeze(1)
+        tails.append((crossing + rows.start, tail_size, tail_relevant, boundary))
     if tails:
         crossing, tail_size, tail_relevant, tail_values = (
             torch.cat(part) for part in zip(*tails, strict=True)
@@ -203,22 +209,54 @@ def _row_slices(batch: int, num_items: int):
 
 
 def _gather_ranked(labels, order, threshold, ranked_labels, relevant):
-    """Writes the labels at ``order`` (as float64) and their relevance (1.0/0.0) in place."""
+    """Writes the labels at ``order`` (as float64; unless ``ranked_labels`` is None) and their
+    relevance (1.0/0.0) in place."""
     native = labels.gather(1, order)
-    ranked_labels.copy_(native)
+    if ranked_labels is not None:
+        ranked_labels.copy_(native)
     torch.ge(native, threshold, out=relevant)
 
 
 def _sorted_rows(scores, ties, labels):
     """Every item of each row in ranking order: one stable sort (two by label)."""
+    key = order_key(scores)
     if ties == "last":
-        flipped = scores.flip(1).argsort(dim=1, descending=True, stable=True)
+        flipped = key.flip(1).argsort(dim=1, descending=True, stable=True)
         return scores.shape[1] - 1 - flipped
     if ties in _BY_LABEL:
         by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
-        by_score = scores.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
+        by_score = key.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
         return by_label.gather(1, by_score)
-    return scores.argsort(dim=1, descending=True, stable=True)
+    return key.argsort(dim=1, descending=True, stable=True)
+
+
+_KEY_DTYPES = {
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
+
+
+def order_key(scores: torch.Tensor) -> torch.Tensor:
+    """Integers of the scores' width in the order of ``scores``, equal exactly where they are.
+
+    A stable sort compares integers faster than floats (on CPU about 1.3x for float32). The
+    IEEE bits of a float order the non-negative values as integers; flipping the magnitude bits
+    of the negative ones orders those too, below them. ``-0.0`` is first made ``0.0`` (they are
+    equal scores); NaN is not a score here.
+
+    Example:
+        >>> scores = torch.tensor([-1.5, 0.0, -0.0, float("inf"), -float("inf"), 2.0])
+        >>> order_key(scores).argsort(stable=True).tolist()
+        [4, 0, 1, 2, 5, 3]
+    """
+    dtype = _KEY_DTYPES.get(scores.dtype)
+    if dtype is None:
+        return scores
+    bits = (scores + 0.0).view(dtype)
+    info = torch.iinfo(dtype)
+    return (bits >> (info.bits - 1)).bitwise_and_(info.max).bitwise_xor_(bits)
 
 
 def _in_rank_order(scores, indices, ties, labels):
@@ -242,6 +280,7 @@ def rank_batch(
     cover_relevant: bool = False,
     count: bool = True,
     keep_indices: bool = False,
+    labels: bool = True,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -260,7 +299,10 @@ def rank_batch(
             all the other scorers and ``ignore_zero_hits`` need, at a fraction of the cost.
         keep_indices: keep the ranked items' columns as ``RankedBatch.indices`` (AUC's scores,
             the catalog measures); otherwise they are dropped as soon as possible.
+        labels: gather the ranked labels (``RankedBatch.labels``; None if False): gains and the
+            judged flags read them, the other scorers read relevance only.
     """
+    keep_labels = labels
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
@@ -274,11 +316,11 @@ def rank_batch(
         raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
     if _by_sort(depth, y.shape[1]):
         ranked_labels, relevant, indices, blocks = _rank_by_sort(
-            y_pred, labels, threshold, depth, ties, keep_indices
+            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels
         )
     else:
         ranked_labels, relevant, indices, blocks = _rank_by_top_k(
-            y_pred, labels, threshold, depth, ties, keep_indices
+            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels
         )
     batch = RankedBatch(
         labels=ranked_labels, relevant=relevant, num_relevant=num_relevant, indices=indices, blocks=blocks
@@ -290,14 +332,14 @@ def rank_batch(
     return batch
 
 
-def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices):
+def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels):
     """``_rank_by_sort``'s results by ``torch.topk`` (:func:`_select`)."""
     indices, crossing, boundary = _select(scores, k, ties, labels)
     # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
     # indices are dropped as soon as nothing needs them (deep rankings make these large).
     native = labels.gather(1, indices)
     relevant = native >= threshold
-    ranked_labels = native.to(torch.float64)
+    ranked_labels = native.to(torch.float64) if keep_labels else None
     del native
     kept = indices if keep_indices else None
     if ties != "average":

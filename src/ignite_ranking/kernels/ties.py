@@ -138,7 +138,8 @@ def sorted_blocks(
     """The block statistics of :func:`tie_blocks` for rows sorted whole, a few rows at a time.
 
     Args:
-        values / order: ``(rows, num_items)`` each row's scores sorted descending (stably), and
+        values / order: ``(rows, num_items)`` each row's scores (or any values equal exactly
+            where the scores are, such as ``ranking.order_key``'s) sorted descending, stably, and
             their columns.
         k: the ranked depth, ``1 <= k <= num_items``.
         ranked_relevant: ``(rows, k)`` bool relevance of the items at ranks ``1..k``.

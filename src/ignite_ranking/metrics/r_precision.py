@@ -29,6 +29,7 @@ class RPrecision(SingleValueMetric):
     """
 
     name = "r_precision"
+    needs_labels = False
     covers_relevant = True
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
