@@ -239,3 +239,30 @@ def test_order_key_sorts_and_ties_as_the_scores(dtype):
         assert torch.equal(key.argsort(dim=1, descending=descending, stable=True), expected)
     equal = scores[:, :, None] == scores[:, None, :]
     assert torch.equal(key[:, :, None] == key[:, None, :], equal)
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+@pytest.mark.parametrize(
+    "labels_of",
+    [
+        lambda rng, shape: torch.from_numpy(rng.integers(-128, 128, shape)).to(torch.int8),
+        lambda rng, shape: torch.from_numpy(rng.integers(0, 2, shape)).bool(),
+        lambda rng, shape: torch.from_numpy(rng.integers(-(2**40), 2**40, shape)),  # too wide for one key
+        lambda rng, shape: torch.from_numpy(rng.integers(0, 4, shape)).to(torch.float32),
+    ],
+    ids=["int8", "bool", "wide-int64", "float"],
+)
+def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_of):
+    rng = np.random.default_rng(71)
+    y_pred, _ = patterned_batch(rng, 12, 40)
+    for dtype in (torch.float32, torch.float64):
+        scores = y_pred.to(dtype)
+        labels = labels_of(rng, scores.shape)
+        sign = -1 if ties == "optimistic" else 1
+        expected = [
+            sorted(range(40), key=lambda i, s=s, lab=lab: (-s[i], sign * lab[i], i))
+            for s, lab in zip(scores.tolist(), labels.to(torch.float64).tolist(), strict=True)
+        ]
+        for k in (7, 40):
+            got = top_indices(scores, k, ties=ties, labels=labels)
+            assert got.tolist() == [row[:k] for row in expected]

@@ -224,10 +224,29 @@ def _sorted_rows(scores, ties, labels):
         flipped = key.flip(1).argsort(dim=1, descending=True, stable=True)
         return scores.shape[1] - 1 - flipped
     if ties in _BY_LABEL:
+        combined = _with_labels(key, labels, ties == "optimistic")
+        if combined is not None:
+            return combined.argsort(dim=1, descending=True, stable=True)
         by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
         by_score = key.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
         return by_label.gather(1, by_score)
     return key.argsort(dim=1, descending=True, stable=True)
+
+
+def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) -> torch.Tensor | None:
+    """One int64 key ordering by ``key``, then by label (higher first if ``higher_first``), or
+    None where the two do not fit in 63 bits (a key wider than 32 bits, or labels that are not
+    integers spanning less than 2**31): then two sorts order the rows.
+    """
+    if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0:
+        return None
+    labels = labels.to(torch.int64)
+    low, high = int(labels.min()), int(labels.max())
+    if high - low >= 2**31:
+        return None
+    shift = max(1, (high - low).bit_length())
+    rank = (labels - low) if higher_first else (high - labels)
+    return (key.to(torch.int64) << shift).add_(rank)
 
 
 _KEY_DTYPES = {
