@@ -48,9 +48,12 @@ def gain(
     and unscaled.
     """
     labels = labels.to(torch.float64)
+    limit = _EXP_SCALE_FROM if gain_function == "exp_rank" else _LINEAR_SCALE_FROM
+    if top is not None and top.device.type == "cpu" and not bool((top > limit).any()):
+        top = None  # no row is scaled: the plain gains are the same values, in fewer passes
     if gain_function == "exp_rank":
         if top is None:
-            values = torch.exp2(labels) - 1.0
+            values = torch.exp2(labels).sub_(1.0)
         else:
             shift = torch.where(top > _EXP_SCALE_FROM, top, torch.zeros_like(top))
             # l - l is NaN for l = inf: the largest label's exponent is 0 by definition.
@@ -62,7 +65,7 @@ def gain(
         else:
             scale = torch.where(top > _LINEAR_SCALE_FROM, top, torch.ones_like(top))
             values = torch.where(labels == scale, torch.ones_like(labels), labels / scale)
-    return torch.where(relevant, values, torch.zeros_like(values))
+    return torch.where(relevant, values, 0.0)
 
 
 def ideal_order(

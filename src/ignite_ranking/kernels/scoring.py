@@ -27,12 +27,17 @@ __all__ = [
 ]
 
 
-def _at_cutoffs(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
-    """Cumulative sums of ``per_rank`` read at each cutoff: ``(batch, len(cutoffs))``."""
-    cumulative = torch.nn.functional.pad(per_rank.cumsum(dim=1), (1, 0))
-    depth = per_rank.shape[1]
-    columns = torch.tensor([min(k, depth) for k in cutoffs], device=per_rank.device)
-    return cumulative[:, columns]
+def _at_cutoffs(
+    per_rank: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Cumulative sums of ``per_rank`` (times ``weights``, one per rank, if given) read at each
+    cutoff: ``(batch, len(cutoffs))``. One sequential sum along the ranks, so a cutoff's value
+    does not depend on the other cutoffs asked for."""
+    batch, depth = per_rank.shape
+    if depth == 0:
+        return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
+    cumulative = (per_rank * weights).cumsum_(dim=1) if weights is not None else per_rank.cumsum(dim=1)
+    return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
 
 
 def _cutoff_tensor(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -92,8 +97,8 @@ def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
     ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
     discount = 1.0 / torch.log2(ranks)
-    dcg = _at_cutoffs(ranked.gains(gain_function) * discount, cutoffs)
-    idcg = _at_cutoffs(ranked.ideal_gains(gain_function) * discount, cutoffs)
+    dcg = _at_cutoffs(ranked.gains(gain_function), cutoffs, discount)
+    idcg = _at_cutoffs(ranked.ideal_gains(gain_function), cutoffs, discount)
     return _divide(dcg, idcg)
 
 
