@@ -10,12 +10,14 @@ Order: descending score; equal scores by the tie policy.
   orders of each tied block (see :mod:`ignite_ranking.kernels.ties`).
 
 The kernel sorts whole rows only when the depth is at least a quarter of the row, where that is
-the cheaper exact kernel. Otherwise ``torch.topk`` with one item more than the cutoff finds the
-best values; a row whose value after the cutoff equals the value at the cutoff has a tie across
-the boundary, and only those rows take an extra pass that keeps the tied items the policy
-prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k over a key, a few rows at a time, never
-a sort or a list of the tied items). The selected items are then ordered with stable sorts of
-``(batch, k)`` values.
+the cheaper exact kernel: a few rows at a time, on integer keys of the scores (:func:`order_key`;
+with the label folded in for the label policies), gathering each chunk's labels in place and,
+under ``"average"``, counting the tied blocks on the sorted rows. Otherwise ``torch.topk`` with
+one item more than the cutoff finds the best values; a row whose value after the cutoff equals
+the value at the cutoff has a tie across the boundary, and only those rows take an extra pass
+that keeps the tied items the policy prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k
+over a key, a few rows at a time, never a sort or a list of the tied items). The selected items
+are then ordered with stable sorts of ``(batch, k)`` values.
 """
 
 from __future__ import annotations
