@@ -266,3 +266,17 @@ def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_
         for k in (7, 40):
             got = top_indices(scores, k, ties=ties, labels=labels)
             assert got.tolist() == [row[:k] for row in expected]
+
+
+@pytest.mark.parametrize("low, high", [(0, 1), (-2, 2), (0, 3), (0, 9)])
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.int32, torch.int64])
+def test_largest_labels_of_a_deep_cutoff_equal_topk(low, high, dtype):
+    if dtype == torch.bool and (low, high) != (0, 1):
+        pytest.skip("bool labels are 0/1")
+    rng = np.random.default_rng(81)
+    labels = torch.from_numpy(rng.integers(low, high + 1, (6, 50))).to(dtype)
+    labels[0] = low  # one level only
+    labels = labels.view(torch.uint8) if dtype == torch.bool else labels
+    for k in (13, 49, 50):
+        expected = torch.topk(labels, k, dim=1).values
+        assert torch.equal(ranking._largest_labels(labels, k), expected)

@@ -243,7 +243,7 @@ def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) ->
     if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0:
         return None
     labels = labels.to(torch.int64)
-    low, high = int(labels.min()), int(labels.max())
+    low, high = (int(value) for value in torch.aminmax(labels))
     if high - low >= 2**31:
         return None
     shift = max(1, (high - low).bit_length())
@@ -330,7 +330,7 @@ def rank_batch(
     best = None
     if ideal:
         # One label more than the depth shows which rows have relevant items beyond it.
-        best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
+        best = _largest_labels(labels, min(depth + 1, y.shape[1]))
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
@@ -368,6 +368,32 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.relevant / blocks.size, kept, blocks
+
+
+# Deep enough to sort whole rows, integer labels spanning at most this many values above the
+# lowest are laid out from counts instead (one count and one comparison per value).
+_FEW_LEVELS = 4
+
+
+def _largest_labels(labels: torch.Tensor, k: int) -> torch.Tensor:
+    """The ``k`` largest labels of each row, descending: ``(batch, k)`` in the labels' dtype.
+
+    A deep ``k`` of integer labels with few distinct values needs no selection: the label at
+    rank ``p`` is the lowest one plus the number of levels ``v`` above it that more than ``p``
+    labels of the row reach. Otherwise ``torch.topk``.
+    """
+    batch, num_items = labels.shape
+    if labels.is_floating_point() or not sorts_whole_rows(k, num_items) or labels.numel() == 0:
+        return top_k_rows(labels, k)[0]
+    low, high = (int(value) for value in torch.aminmax(labels))
+    if high - low > _FEW_LEVELS:
+        return top_k_rows(labels, k)[0]
+    best = torch.full((batch, k), low, dtype=labels.dtype, device=labels.device)
+    positions = torch.arange(k, device=labels.device)
+    for level in range(low + 1, high + 1):
+        reach = count_relevant(labels, level)
+        best += positions < reach[:, None]
+    return best
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
