@@ -268,11 +268,18 @@ def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_
             assert got.tolist() == [row[:k] for row in expected]
 
 
-@pytest.mark.parametrize("low, high", [(0, 1), (-2, 2), (0, 3), (0, 9)])
-@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.int32, torch.int64])
+@pytest.mark.parametrize(
+    "low, high, dtype",
+    [
+        (0, 1, torch.bool),
+        *(
+            (low, high, dtype)
+            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9)]
+            for dtype in (torch.int8, torch.int32, torch.int64)
+        ),
+    ],
+)
 def test_largest_labels_of_a_deep_cutoff_equal_topk(low, high, dtype):
-    if dtype == torch.bool and (low, high) != (0, 1):
-        pytest.skip("bool labels are 0/1")
     rng = np.random.default_rng(81)
     labels = torch.from_numpy(rng.integers(low, high + 1, (6, 50))).to(dtype)
     labels[0] = low  # one level only
