@@ -49,8 +49,7 @@ def brute_force(scores: list[float], labels: list[float], threshold: float, ties
 def selection(request, monkeypatch):
     """Small chunks, and the CPU selection or the devices' sort."""
     monkeypatch.setattr(boundary, "CHUNK_ELEMENTS", 64)
-    if request.param == "sort":
-        monkeypatch.setattr(within_r, "_by_partition", within_r._by_sort)
+    monkeypatch.setattr(within_r, "_PARTITION_FROM", 1 if request.param == "partition" else 10**9)
     return request.param
 
 

@@ -10,10 +10,10 @@ scoring exactly ``v`` fill the remaining ranks, chosen by the tie policy:
   ``min(m, r)`` / ``max(0, m - (n - r))`` of them are relevant (``n`` tied items, ``r`` relevant);
 - ``"average"``: ``m r / n`` in expectation over the orders of the block.
 
-Finding ``v`` is a selection (linear time, ``numpy.partition`` a row at a time on CPU; a sort
-of a few rows at a time elsewhere), and the rest are comparisons and counts over a few rows at
-a time, so the cost is a fraction of sorting the rows and the temporaries stay small however
-deep R is.
+Finding ``v`` is a selection (linear time, ``numpy.partition`` a row at a time for long rows
+on CPU; a sort of a few rows at a time for short rows and on other devices), and the rest are
+comparisons and counts over a few rows at a time, so the cost is a fraction of sorting the rows
+and the temporaries stay small however deep R is.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from .boundary import row_chunks, rows_per_chunk
 
 __all__ = ["relevant_within_r"]
 
+# Rows at least this long are partitioned one at a time on CPU; shorter rows are sorted a few
+# thousand at a time (a Python loop over many short rows would cost more than their sort).
+_PARTITION_FROM = 4096
 # numpy selects in these dtypes directly; others (bfloat16) are widened to float32, exactly.
 _NUMPY_SCORES = (torch.float16, torch.float32, torch.float64)
 
@@ -75,7 +78,9 @@ def relevant_within_r(
 
 def _rth_largest(scores: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     """``(batch,)``: the ``r[i]``-th largest score of each row ``i`` (``1 <= r[i] <= num_items``)."""
-    return _by_partition(scores, r) if scores.device.type == "cpu" else _by_sort(scores, r)
+    if scores.device.type == "cpu" and scores.shape[1] >= _PARTITION_FROM:
+        return _by_partition(scores, r)
+    return _by_sort(scores, r)
 
 
 def _by_partition(scores: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
@@ -90,8 +95,8 @@ def _by_partition(scores: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
 
 
 def _by_sort(scores: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-    """``_rth_largest`` by sorting a few rows at a time (devices, where sorting is fast and a
-    loop over rows is not)."""
+    """``_rth_largest`` by sorting a few rows at a time (short rows, and devices, where sorting
+    is fast and a loop over rows is not)."""
     batch, num_items = scores.shape
     value = torch.empty(batch, dtype=scores.dtype, device=scores.device)
     step = rows_per_chunk(num_items)
