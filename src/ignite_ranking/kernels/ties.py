@@ -71,9 +71,22 @@ class TieBlocks:
         return ids == ids[:, -1:]
 
     def _set_last_block(self, values: torch.Tensor, per_row: torch.Tensor) -> None:
-        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place."""
+        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place.
+
+        When most rows cross (deep cutoffs of tied scores), the whole batch is written in one
+        pass instead of copying the crossing rows out and back.
+        """
         rows = self.tail.rows
-        values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
+        batch, depth = values.shape
+        if 2 * rows.numel() <= batch:
+            values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
+            return
+        full = torch.zeros(batch, dtype=values.dtype, device=values.device).index_copy(0, rows, per_row)
+        crossing = torch.zeros(batch, dtype=torch.bool, device=values.device).index_fill(0, rows, True)
+        positions = torch.arange(depth, device=values.device)
+        # A block is contiguous: the last one holds the positions from its start on.
+        in_last = crossing[:, None] & (positions >= self.start[:, -1:])
+        torch.where(in_last, full[:, None], values, out=values)
 
     def mean_gains(self, gain_of: GainOf) -> torch.Tensor:
         """Expected gain at each rank: the block's total gain over its size.
