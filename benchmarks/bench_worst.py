@@ -171,6 +171,21 @@ CASES = [
         size=(64, 1_000),
         argsort_rr=tuple(range(1, 100_001)),
     ),
+    *(
+        Case(
+            f"MRR+NDCG+Recall@50,000, 50% relevant, {ties}",
+            half_relevant,
+            trio([50_000], ties),
+            fixed(50_000),
+        )
+        for ties in ("first", "optimistic", "average")
+    ),
+    Case(
+        "MRR+NDCG+Recall@50,000, 50% relevant, quantized scores, average",
+        quantized_half_relevant,
+        trio([50_000], "average"),
+        fixed(50_000),
+    ),
     Case("scores rising along each row, MRR", rising, lambda: MRR(TOP_K), fixed(100)),
     Case("top_k=[99,999] of 100,000, first", continuous, lambda: MRR([99_999]), fixed(99_999)),
 ]

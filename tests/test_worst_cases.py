@@ -223,3 +223,67 @@ def test_rows_rising_along_their_length_are_ranked_exactly(ties):
     if ties in ("first", "last"):
         got = functional_values("ndcg", rising, labels, [1, 5, 13], ties=ties)
         assert_close(got, per_query(rising, labels, "ndcg", [1, 5, 13], ties=ties))
+
+
+@pytest.mark.parametrize("dtype", SCORE_DTYPES)
+def test_order_key_sorts_and_ties_as_the_scores(dtype):
+    rng = np.random.default_rng(61)
+    info = torch.finfo(dtype)
+    special = [0.0, -0.0, math.inf, -math.inf, info.max, -info.max, info.tiny, -info.tiny, info.eps]
+    values = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-6, 6, 500), special])
+    scores = torch.from_numpy(rng.choice(values, (4, 800))).to(dtype)
+    scores[0, :20] = info.smallest_normal / 4  # subnormal
+    key = ranking.order_key(scores)
+    for descending in (False, True):
+        expected = scores.argsort(dim=1, descending=descending, stable=True)
+        assert torch.equal(key.argsort(dim=1, descending=descending, stable=True), expected)
+    equal = scores[:, :, None] == scores[:, None, :]
+    assert torch.equal(key[:, :, None] == key[:, None, :], equal)
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+@pytest.mark.parametrize(
+    "labels_of",
+    [
+        lambda rng, shape: torch.from_numpy(rng.integers(-128, 128, shape)).to(torch.int8),
+        lambda rng, shape: torch.from_numpy(rng.integers(0, 2, shape)).bool(),
+        lambda rng, shape: torch.from_numpy(rng.integers(-(2**40), 2**40, shape)),  # too wide for one key
+        lambda rng, shape: torch.from_numpy(rng.integers(0, 4, shape)).to(torch.float32),
+    ],
+    ids=["int8", "bool", "wide-int64", "float"],
+)
+def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_of):
+    rng = np.random.default_rng(71)
+    y_pred, _ = patterned_batch(rng, 12, 40)
+    for dtype in (torch.float32, torch.float64):
+        scores = y_pred.to(dtype)
+        labels = labels_of(rng, scores.shape)
+        sign = -1 if ties == "optimistic" else 1
+        expected = [
+            sorted(range(40), key=lambda i, s=s, lab=lab: (-s[i], sign * lab[i], i))
+            for s, lab in zip(scores.tolist(), labels.to(torch.float64).tolist(), strict=True)
+        ]
+        for k in (7, 40):
+            got = top_indices(scores, k, ties=ties, labels=labels)
+            assert got.tolist() == [row[:k] for row in expected]
+
+
+@pytest.mark.parametrize(
+    "low, high, dtype",
+    [
+        (0, 1, torch.bool),
+        *(
+            (low, high, dtype)
+            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9)]
+            for dtype in (torch.int8, torch.int32, torch.int64)
+        ),
+    ],
+)
+def test_largest_labels_of_a_deep_cutoff_equal_topk(low, high, dtype):
+    rng = np.random.default_rng(81)
+    labels = torch.from_numpy(rng.integers(low, high + 1, (6, 50))).to(dtype)
+    labels[0] = low  # one level only
+    labels = labels.view(torch.uint8) if dtype == torch.bool else labels
+    for k in (13, 49, 50):
+        expected = torch.topk(labels, k, dim=1).values
+        assert torch.equal(ranking._largest_labels(labels, k), expected)

@@ -48,9 +48,12 @@ def gain(
     and unscaled.
     """
     labels = labels.to(torch.float64)
+    limit = _EXP_SCALE_FROM if gain_function == "exp_rank" else _LINEAR_SCALE_FROM
+    if top is not None and top.device.type == "cpu" and not bool((top > limit).any()):
+        top = None  # no row is scaled: the plain gains are the same values, in fewer passes
     if gain_function == "exp_rank":
         if top is None:
-            values = torch.exp2(labels) - 1.0
+            values = torch.exp2(labels).sub_(1.0)
         else:
             shift = torch.where(top > _EXP_SCALE_FROM, top, torch.zeros_like(top))
             # l - l is NaN for l = inf: the largest label's exponent is 0 by definition.
@@ -62,7 +65,7 @@ def gain(
         else:
             scale = torch.where(top > _LINEAR_SCALE_FROM, top, torch.ones_like(top))
             values = torch.where(labels == scale, torch.ones_like(labels), labels / scale)
-    return torch.where(relevant, values, torch.zeros_like(values))
+    return torch.where(relevant, values, 0.0)
 
 
 def ideal_order(
@@ -96,7 +99,8 @@ class RankedBatch:
     """What the per-query scorers need of one ranked batch; all values are float64.
 
     Attributes:
-        labels: ``(batch, K)`` labels of the items at ranks 1..K.
+        labels: ``(batch, K)`` labels of the items at ranks 1..K, or None for a batch ranked
+            without them (``rank_batch(..., labels=False)``, for scorers that read relevance only).
         relevant: ``(batch, K)`` 1.0 where the item at that rank is relevant, else 0.0; under
             ``ties="average"`` the probability that it is (its tied block's relevant share).
         num_relevant: ``(batch,)`` number of relevant items of each row (all items, not only K);
@@ -115,9 +119,13 @@ class RankedBatch:
         indices: ``(batch, K)`` int64 column of the item at each rank (catalog measures), or None.
         scores: ``(batch, K)`` float64 score of the item at each rank (AUC), or None when not
             gathered.
+        relevant_within_r: ``(batch,)`` relevant items at ranks ``1..R`` of each row (``R`` =
+            ``num_relevant``; expected under ``"average"``) when the kernel counted them without
+            ranking that deep (see :mod:`.within_r`), else None: R-Precision then reads the
+            ranked positions, which must hold rank R.
     """
 
-    labels: torch.Tensor
+    labels: torch.Tensor | None
     relevant: torch.Tensor
     num_relevant: torch.Tensor
     ideal_labels: torch.Tensor | None = None
@@ -128,12 +136,13 @@ class RankedBatch:
     retrieved: torch.Tensor | None = None
     indices: torch.Tensor | None = None
     scores: torch.Tensor | None = None
+    relevant_within_r: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def depth(self) -> int:
         """K, the number of ranked positions held per row."""
-        return self.labels.shape[1]
+        return self.relevant.shape[1]
 
     def _top(self) -> torch.Tensor | None:
         """``(batch,)`` each row's largest relevant label (for a row with any), or None."""

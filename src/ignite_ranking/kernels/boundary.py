@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["BoundaryBlocks", "GainOf", "boundary_blocks", "fill_tied_slots", "rows_per_chunk"]
+__all__ = ["BoundaryBlocks", "GainOf", "boundary_blocks", "fill_tied_slots", "row_chunks", "rows_per_chunk"]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
 # ``rows``, broadcastable to ``labels``, holds the batch row of each label (gains may be scaled
@@ -31,7 +31,7 @@ def rows_per_chunk(num_items: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(num_items, 1))
 
 
-def _chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
+def row_chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
     """Yields ``(chunk_rows, take, target)`` over ``rows``, a few rows at a time.
 
     ``take(tensor)`` gives the chunk's rows of a ``(batch, ...)`` tensor, and ``target`` their
@@ -163,7 +163,7 @@ def fill_tied_slots(
     is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
     wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
     chosen_rows, chosen_slots, chosen_columns = [], [], []
-    for chunk_rows, take, target in _chunks(scores, boundary, crossing):
+    for chunk_rows, take, target in row_chunks(scores, boundary, crossing):
         wanted = take(wanted_per_row)
         if not bool(wanted.any()):
             continue
@@ -200,7 +200,7 @@ class BoundaryBlocks:
         """float64 total gain of each block: ``gain_of(labels, relevant, rows)`` summed over it."""
         sums = torch.zeros(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
         position = _position_of(self.rows, self._scores.shape[0])
-        for chunk_rows, take, target in _chunks(self._scores, self._boundary, self.rows):
+        for chunk_rows, take, target in row_chunks(self._scores, self._boundary, self.rows):
             labels = take(self._labels)
             # Only the relevant items of a block have a gain: compute it for them alone.
             hits = (take(self._scores) == target) & (labels >= self._threshold)
@@ -234,7 +234,7 @@ def boundary_blocks(
     shape = (min(rows_per_chunk(num_items), scores.shape[0]), num_items)
     tied_buffer = torch.empty(shape, dtype=dtype, device=scores.device)
     hit_buffer = torch.empty_like(tied_buffer)
-    for chunk_rows, take, target in _chunks(scores, boundary, rows):
+    for chunk_rows, take, target in row_chunks(scores, boundary, rows):
         tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
         hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
         inside = position[chunk_rows] >= 0

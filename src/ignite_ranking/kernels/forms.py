@@ -99,6 +99,7 @@ class Ranking:
     count: bool = True
     ignore_index: int | None = None
     keep_indices: bool = False
+    labels: bool = True  # gather the ranked labels (dense form; metrics reading only relevance need not)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         cover_relevant=ranking.cover_relevant,
         count=ranking.count,
         keep_indices=ranking.keep_indices,
+        labels=ranking.labels,
     )
     return Normalized(ranked, rows)
 

@@ -99,13 +99,13 @@ def retrieved_counts(ranked: RankedBatch) -> torch.Tensor:
     if ranked.retrieved is not None:
         return ranked.retrieved.to(torch.float64)
     return torch.full(
-        (ranked.labels.shape[0],), float(ranked.depth), dtype=torch.float64, device=ranked.labels.device
+        (ranked.relevant.shape[0],), float(ranked.depth), dtype=torch.float64, device=ranked.relevant.device
     )
 
 
 def judged_flags(ranked: RankedBatch) -> torch.Tensor:
     """``(batch, K)`` bool: the item at that rank is real and judged."""
-    positions = torch.arange(ranked.depth, device=ranked.labels.device)
+    positions = torch.arange(ranked.depth, device=ranked.relevant.device)
     real = positions[None, :] < retrieved_counts(ranked)[:, None]
     if ranked.judged is None:
         return real
@@ -203,5 +203,6 @@ def condense(ranked: RankedBatch) -> RankedBatch:
         relevant=relevant,
         judged=kept.to(torch.float64),
         retrieved=judged.sum(dim=1).to(torch.float64),
+        relevant_within_r=None,  # counted over every item, judged or not
         _gain_cache={},
     )

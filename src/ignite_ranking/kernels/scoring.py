@@ -27,12 +27,17 @@ __all__ = [
 ]
 
 
-def _at_cutoffs(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
-    """Cumulative sums of ``per_rank`` read at each cutoff: ``(batch, len(cutoffs))``."""
-    cumulative = torch.nn.functional.pad(per_rank.cumsum(dim=1), (1, 0))
-    depth = per_rank.shape[1]
-    columns = torch.tensor([min(k, depth) for k in cutoffs], device=per_rank.device)
-    return cumulative[:, columns]
+def _at_cutoffs(
+    per_rank: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Cumulative sums of ``per_rank`` (times ``weights``, one per rank, if given) read at each
+    cutoff: ``(batch, len(cutoffs))``. One sequential sum along the ranks, so a cutoff's value
+    does not depend on the other cutoffs asked for."""
+    batch, depth = per_rank.shape
+    if depth == 0:
+        return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
+    cumulative = (per_rank * weights).cumsum_(dim=1) if weights is not None else per_rank.cumsum(dim=1)
+    return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
 
 
 def _cutoff_tensor(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -53,9 +58,10 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
         )
     if ranked.blocks is not None:
         return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
-    relevant = ranked.relevant > 0
-    rank = relevant.to(torch.uint8).argmax(dim=1).to(torch.float64) + 1.0
-    found = relevant.any(dim=1)
+    # argmax gives the first of equal maxima: the first relevant rank where there is one.
+    first = ranked.relevant.argmax(dim=1, keepdim=True)
+    found = ranked.relevant.gather(1, first).squeeze(1) > 0
+    rank = first.squeeze(1).to(torch.float64) + 1.0
     within = found[:, None] & (rank[:, None] <= _cutoff_tensor(ranked, cutoffs))
     return torch.where(within, 1.0 / rank[:, None], torch.zeros(1, dtype=torch.float64, device=rank.device))
 
@@ -91,16 +97,19 @@ def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
     ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
     discount = 1.0 / torch.log2(ranks)
-    dcg = _at_cutoffs(ranked.gains(gain_function) * discount, cutoffs)
-    idcg = _at_cutoffs(ranked.ideal_gains(gain_function) * discount, cutoffs)
+    dcg = _at_cutoffs(ranked.gains(gain_function), cutoffs, discount)
+    idcg = _at_cutoffs(ranked.ideal_gains(gain_function), cutoffs, discount)
     return _divide(dcg, idcg)
 
 
 def r_precision(ranked: RankedBatch) -> torch.Tensor:
     """Relevant items in the top R, divided by R: ``(batch, 1)``.
 
-    The batch must be ranked with ``cover_relevant=True`` so that rank R is always held.
+    The batch must be ranked with ``cover_relevant=True``: the kernel then counts them
+    (``ranked.relevant_within_r``), or ranks deep enough that rank R is always held.
     """
+    if ranked.relevant_within_r is not None:
+        return _divide(ranked.relevant_within_r, ranked.num_relevant)[:, None]
     cumulative = torch.nn.functional.pad(ranked.relevant.cumsum(dim=1), (1, 0))
     within = cumulative.gather(1, ranked.num_relevant.to(torch.int64)[:, None])
     return _divide(within, ranked.num_relevant[:, None])

@@ -28,7 +28,14 @@ import torch
 
 from .boundary import BoundaryBlocks, GainOf
 
-__all__ = ["TieBlocks", "expected_average_precision", "expected_hit_rate", "expected_reciprocal_rank"]
+__all__ = [
+    "TieBlocks",
+    "expected_average_precision",
+    "expected_hit_rate",
+    "expected_reciprocal_rank",
+    "sorted_blocks",
+    "tie_blocks",
+]
 
 
 @dataclass
@@ -64,9 +71,22 @@ class TieBlocks:
         return ids == ids[:, -1:]
 
     def _set_last_block(self, values: torch.Tensor, per_row: torch.Tensor) -> None:
-        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place."""
+        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place.
+
+        When most rows cross (deep cutoffs of tied scores), the whole batch is written in one
+        pass instead of copying the crossing rows out and back.
+        """
         rows = self.tail.rows
-        values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
+        batch, depth = values.shape
+        if 2 * rows.numel() <= batch:
+            values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
+            return
+        full = torch.zeros(batch, dtype=values.dtype, device=values.device).index_copy(0, rows, per_row)
+        crossing = torch.zeros(batch, dtype=torch.bool, device=values.device).index_fill(0, rows, True)
+        positions = torch.arange(depth, device=values.device)
+        # A block is contiguous: the last one holds the positions from its start on.
+        in_last = crossing[:, None] & (positions >= self.start[:, -1:])
+        torch.where(in_last, full[:, None], values, out=values)
 
     def mean_gains(self, gain_of: GainOf) -> torch.Tensor:
         """Expected gain at each rank: the block's total gain over its size.
@@ -119,6 +139,71 @@ def tie_blocks(
     return blocks
 
 
+def sorted_blocks(
+    values: torch.Tensor,
+    order: torch.Tensor,
+    k: int,
+    ranked_relevant: torch.Tensor,
+    labels: torch.Tensor,
+    threshold: float | int,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The block statistics of :func:`tie_blocks` for rows sorted whole, a few rows at a time.
+
+    Args:
+        values / order: ``(rows, num_items)`` each row's scores (or any values equal exactly
+            where the scores are, such as ``ranking.order_key``'s) sorted descending, stably, and
+            their columns.
+        k: the ranked depth, ``1 <= k <= num_items``.
+        ranked_relevant: ``(rows, k)`` bool relevance of the items at ranks ``1..k``.
+        labels: the rows' labels (for the items of a block that continues below rank ``k``);
+            an item is relevant iff its label is ``>= threshold``.
+        out: ``(rows, k)`` tensors that receive ``start``, ``size`` and ``relevant`` (float64)
+            and ``block_id`` (int64), as :class:`TieBlocks` holds them.
+
+    Returns:
+        For the rows whose last ranked block continues below rank ``k``: their int64 positions
+        among the rows, and that whole block's float64 size and relevant count.
+    """
+    start_out, size_out, relevant_out, block_id = out
+    top = values[:, :k]
+    new_block = torch.ones_like(ranked_relevant)
+    torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
+    torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
+    positions = torch.arange(k, device=values.device)
+    start = torch.where(new_block, positions, 0).cummax(dim=1).values
+    # Each block ends (exclusive) where the next one starts; the last one at k.
+    new_block[:, :-1] = new_block[:, 1:].clone()
+    new_block[:, -1] = True
+    end = torch.where(new_block, positions + 1, k).flip(1).cummin(dim=1).values.flip(1)
+    hits = torch.nn.functional.pad(ranked_relevant.cumsum(dim=1), (1, 0))
+    torch.sub(hits.gather(1, end), hits.gather(1, start), out=relevant_out)
+    torch.sub(end, start, out=size_out)
+    start_out.copy_(start)
+    if k == values.shape[1] or not bool((values[:, k] == values[:, k - 1]).any()):
+        empty = torch.zeros(0, dtype=torch.float64, device=values.device)
+        return torch.zeros(0, dtype=torch.int64, device=values.device), empty, empty
+    # The last ranked block continues below rank k: count it whole. Sorted, its items below k
+    # come first there, and their labels are read through the sort order.
+    boundary = values[:, k - 1 : k]
+    below = (values[:, k:] == boundary).sum(dim=1)
+    crosses = below > 0
+    width = int(below.max())
+    more = (labels.gather(1, order[:, k : k + width]) >= threshold) & (
+        torch.arange(width, device=values.device) < below[:, None]
+    )
+    last_start = start[:, -1]
+    tail_size = (k - last_start + below).to(torch.float64)
+    tail_relevant = (hits[:, k] - hits.gather(1, last_start[:, None]).squeeze(1) + more.sum(dim=1)).to(
+        torch.float64
+    )
+    in_tail = crosses[:, None] & (positions >= last_start[:, None])
+    size_out.copy_(torch.where(in_tail, tail_size[:, None], size_out))
+    relevant_out.copy_(torch.where(in_tail, tail_relevant[:, None], relevant_out))
+    crossing = crosses.nonzero().squeeze(1)
+    return crossing, tail_size[crossing], tail_relevant[crossing]
+
+
 def _first_relevant_block(blocks: TieBlocks):
     """Start, size and relevant count of each row's first block holding a relevant item."""
     holds = blocks.relevant > 0
@@ -142,18 +227,28 @@ def _offsets_within(cutoffs: Sequence[int], start: torch.Tensor, size: torch.Ten
     return (k[None, :] - start[:, None]).clamp(min=0).minimum(size[:, None]).to(torch.int64)
 
 
+def _offsets_wanted(blocks: TieBlocks, found: torch.Tensor, size: torch.Tensor) -> int:
+    """How many offsets into the first relevant blocks matter: the ranked depth, or on CPU the
+    largest such block (usually far smaller; a device would synchronize to read it)."""
+    depth = blocks.start.shape[1]
+    if size.device.type != "cpu" or size.numel() == 0:
+        return depth
+    return max(1, min(depth, int(torch.where(found, size, 0.0).max())))
+
+
 def expected_hit_rate(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
     """E[Hit@k]: 1 - P(no relevant item of the first relevant block within the cutoff)."""
     found, start, size, relevant = _first_relevant_block(blocks)
-    within = _offsets_within(cutoffs, start, size).clamp(max=blocks.start.shape[1])
-    miss = _none_relevant_yet(size, relevant, blocks.start.shape[1]).gather(1, within)
+    depth = _offsets_wanted(blocks, found, size)
+    within = _offsets_within(cutoffs, start, size).clamp(max=depth)
+    miss = _none_relevant_yet(size, relevant, depth).gather(1, within)
     return torch.where(found[:, None], 1.0 - miss, torch.zeros_like(miss))
 
 
 def expected_reciprocal_rank(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
     """E[RR@k], summing ``P(first relevant at start + j) / (start + j)`` over ranks within k."""
     found, start, size, relevant = _first_relevant_block(blocks)
-    depth = blocks.start.shape[1]
+    depth = _offsets_wanted(blocks, found, size)
     miss = _none_relevant_yet(size, relevant, depth)[:, :-1]
     j = torch.arange(depth, dtype=torch.float64, device=start.device)
     hit_next = relevant[:, None] / (size[:, None] - j).clamp(min=1)

@@ -28,6 +28,7 @@ class MAP(RankingMetric):
 
     needs_counts = True
     name = "map"
+    needs_labels = False
 
     def score(self, ranked: RankedBatch):
         return scoring.average_precision(ranked, self.top_k)

@@ -7,6 +7,7 @@ import numbers
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import torch
 from ignite.exceptions import NotComputableError
@@ -73,6 +74,7 @@ def normalize_judged(
         if judged is not None:  # without a mask the batch goes through as it is (checked once)
             check_inputs(y_pred, y)
             output = (y_pred, mask_unjudged(y.detach(), judged))
+            ranking = replace(ranking, labels=True)  # the judged flags are read off the labels
     normalized = normalize(output, ranking, held=held, hold_last=True)
     ranked = normalized.ranked
     threshold = ranking.relevance_threshold
@@ -95,7 +97,8 @@ class RankingMetric(Metric):
     and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
     ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
     ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
-    the item ids; ``has_per_query_values = False`` marks a metric that pools its queries, and
+    the item ids; ``needs_labels = False`` marks a metric that reads the relevance of the ranked
+    items only, not their labels; ``has_per_query_values = False`` marks a metric that pools its queries, and
     ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
@@ -111,6 +114,7 @@ class RankingMetric(Metric):
     takes_top_k = True
     needs_counts = False
     needs_ideal = False
+    needs_labels = True
     covers_relevant = False
     whole_row = False
     needs_nonrelevant = False
@@ -188,7 +192,13 @@ class RankingMetric(Metric):
             count=self.needs_counts,
             ignore_index=self.ignore_index,
             keep_indices=self.needs_items or self.needs_scores,
+            labels=self.reads_labels,
         )
+
+    @property
+    def reads_labels(self) -> bool:
+        """Whether the ranked labels are read (gains, or the condensed judged-only list)."""
+        return self.needs_labels or self.judged_only
 
     @reinit__is_reduced
     def reset(self) -> None:

@@ -111,6 +111,7 @@ class RankingMetrics(MetricGroup):
             count=any(m.needs_counts for m in members_list),
             ignore_index=ignore_index,
             keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
+            labels=any(m.reads_labels for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)

@@ -32,6 +32,7 @@ class HitRate(RankingMetric):
     """
 
     name = "hit_rate"
+    needs_labels = False
 
     def __init__(
         self,

@@ -69,6 +69,7 @@ class MRR(RankingMetric):
     """
 
     name = "mrr"
+    needs_labels = False
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         return scoring.reciprocal_rank(ranked, self.top_k)

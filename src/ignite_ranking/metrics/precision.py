@@ -27,6 +27,7 @@ class Precision(RankingMetric):
     """
 
     name = "precision"
+    needs_labels = False
 
     def score(self, ranked: RankedBatch):
         return scoring.precision(ranked, self.top_k)

@@ -15,8 +15,9 @@ class RPrecision(SingleValueMetric):
 
     .. math:: \text{R-Prec}_q = \frac{|\{\text{relevant items of } q \text{ at ranks} \le R_q\}|}{R_q}
 
-    There is no ``top_k``; ``compute`` returns one float. The kernel ranks as deep as the largest R
-    of the batch. Other arguments as :class:`~ignite_ranking.MRR`.
+    There is no ``top_k``; ``compute`` returns one float. The kernel counts the relevant items
+    within each query's top R by selection, without ranking that deep. Other arguments as
+    :class:`~ignite_ranking.MRR`.
 
     Example:
         >>> import torch
@@ -28,6 +29,7 @@ class RPrecision(SingleValueMetric):
     """
 
     name = "r_precision"
+    needs_labels = False
     covers_relevant = True
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

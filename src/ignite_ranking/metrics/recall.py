@@ -28,6 +28,7 @@ class Recall(RankingMetric):
 
     needs_counts = True
     name = "recall"
+    needs_labels = False
 
     def score(self, ranked: RankedBatch):
         return scoring.recall(ranked, self.top_k)
