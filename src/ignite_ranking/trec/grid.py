@@ -32,6 +32,8 @@ _PAD_WORD = np.iinfo(np.uint64).max  # padding cells' docno words: after every r
 
 def _word_grid(words: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """``(words per docno, queries, width)`` grid of docno words, real cells filled in row-major order."""
+    if cells.all():  # every query as long as the longest: the words are the grid already
+        return np.ascontiguousarray(words.T).reshape(words.shape[1], *cells.shape)
     grid = np.full((words.shape[1], *cells.shape), _PAD_WORD, dtype=np.uint64)
     grid[:, cells] = words.T
     return grid
@@ -82,7 +84,10 @@ def top_cells(values: np.ndarray, cells: np.ndarray, k: int) -> np.ndarray:
     """The cells of the ``(queries, width)`` grid (real cells ``cells``, filled in row-major order
     with ``values``) whose value is at least their row's k-th largest: every document that can rank
     in the top k under any order of ties, with the ties at the cut kept whole."""
-    grid = np.full(cells.shape, -np.inf, dtype=values.dtype)
-    grid[cells] = values
+    if cells.all():
+        grid = values.reshape(cells.shape)
+    else:
+        grid = np.full(cells.shape, -np.inf, dtype=values.dtype)
+        grid[cells] = values
     kth = np.partition(grid, cells.shape[1] - k, axis=1)[:, cells.shape[1] - k]
     return (grid >= kth[:, None]) & cells
