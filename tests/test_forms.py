@@ -382,8 +382,11 @@ def test_retrieved_and_flat_equal_the_dense_path_on_the_same_ranking(ties):
     # ids in a shuffled order: with scores, ties fall back on the item id as the dense index does
     ids = torch.from_numpy(np.stack([rng.permutation(num_items) for _ in range(batch)]))
     retrieved = Retrieved(ids, _sparse(y, "coo", True), y_pred.gather(1, ids))
+    # ids ascending along each row take the path that skips the sort by id
+    ascending = torch.arange(num_items).expand(batch, num_items).contiguous()
+    in_order = Retrieved(ascending, _sparse(y, "csr", True), y_pred)
     flat = (y_pred.reshape(-1), y.reshape(-1), torch.arange(batch).repeat_interleave(num_items))
-    for output in (retrieved, flat):
+    for output in (retrieved, in_order, flat):
         got = _every_metric(output, ties)
         for name in NAMES:
             torch.testing.assert_close(got[name], dense[name], rtol=1e-12, atol=1e-12, msg=name)
