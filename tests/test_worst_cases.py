@@ -18,6 +18,7 @@ from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
 from ignite_ranking import RankingMetrics, RPrecision
 from ignite_ranking import functional as F
 from ignite_ranking.kernels import boundary, ranking, top_indices
+from ignite_ranking.kernels.inputs import comparable_labels
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
 METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision"]
@@ -279,11 +280,21 @@ def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_
         ),
     ],
 )
-def test_largest_labels_of_a_deep_cutoff_equal_topk(low, high, dtype):
+def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
     rng = np.random.default_rng(81)
     labels = torch.from_numpy(rng.integers(low, high + 1, (6, 50))).to(dtype)
     labels[0] = low  # one level only
-    labels = labels.view(torch.uint8) if dtype == torch.bool else labels
-    for k in (13, 49, 50):
-        expected = torch.topk(labels, k, dim=1).values
-        assert torch.equal(ranking._largest_labels(labels, k), expected)
+    for given in (low - 1, low, (low + high) // 2, high, high + 1):
+        labels, threshold = comparable_labels(labels, float(given))
+        best = torch.topk(labels, 50).values
+        expected_labels, expected_relevant = ranking.ideal_order(labels, threshold, best)
+        expected_count = (labels >= threshold).sum(dim=1).to(torch.float64)
+        for k in (13, 49, 50):
+            levels, relevant = ranking._label_levels(labels, threshold, k)
+            if high - low > ranking._FEW_LEVELS or k < 50 // 4:
+                assert levels is None
+                continue
+            ideal_labels, ideal_relevant = levels.expand(k)
+            assert torch.equal(ideal_labels, expected_labels[:, :k])
+            assert torch.equal(ideal_relevant, expected_relevant[:, :k])
+            assert torch.equal(relevant, expected_count)

@@ -22,9 +22,11 @@ are then ordered with stable sorts of ``(batch, k)`` values.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .batch import RankedBatch, ideal_order
+from .batch import IdealLevels, RankedBatch, ideal_order
 from .boundary import BoundaryBlocks, boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
 from .ties import TieBlocks, sorted_blocks, tie_blocks
@@ -327,10 +329,14 @@ def rank_batch(
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
-    best = None
+    best = levels = None
     if ideal:
-        # One label more than the depth shows which rows have relevant items beyond it.
-        best = _largest_labels(labels, min(depth + 1, y.shape[1]))
+        levels, reached = _label_levels(labels, threshold, depth)
+        if levels is None:
+            # One label more than the depth shows which rows have relevant items beyond it.
+            best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
+        elif num_relevant is None:
+            num_relevant = reached if count else (reached > 0).to(torch.float64)
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
@@ -350,6 +356,7 @@ def rank_batch(
         batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
+    batch.ideal_levels = levels
     return batch
 
 
@@ -371,29 +378,35 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
 
 
 # Deep enough to sort whole rows, integer labels spanning at most this many values above the
-# lowest are laid out from counts instead (one count and one comparison per value).
+# lowest are counted by value instead of ranked (one count and one comparison per value).
 _FEW_LEVELS = 4
 
 
-def _largest_labels(labels: torch.Tensor, k: int) -> torch.Tensor:
-    """The ``k`` largest labels of each row, descending: ``(batch, k)`` in the labels' dtype.
+def _label_levels(
+    labels: torch.Tensor, threshold: float | int, k: int
+) -> tuple[IdealLevels | None, torch.Tensor | None]:
+    """Each row's ideal ranking as runs of equal labels, and its relevant items (float64).
 
-    A deep ``k`` of integer labels with few distinct values needs no selection: the label at
-    rank ``p`` is the lowest one plus the number of levels ``v`` above it that more than ``p``
-    labels of the row reach. Otherwise ``torch.topk``.
+    For a deep ``k`` of integer labels of a few values, the ideal ranking needs no selection: it
+    is a run of each value, as long as the count of that value in the row. Otherwise
+    ``(None, None)``: the kernel takes the row's ``k`` largest labels by ``torch.topk``.
     """
     batch, num_items = labels.shape
     if labels.is_floating_point() or not sorts_whole_rows(k, num_items) or labels.numel() == 0:
-        return top_k_rows(labels, k)[0]
+        return None, None
     low, high = (int(value) for value in torch.aminmax(labels))
     if high - low > _FEW_LEVELS:
-        return top_k_rows(labels, k)[0]
-    best = torch.full((batch, k), low, dtype=labels.dtype, device=labels.device)
-    positions = torch.arange(k, device=labels.device)
-    for level in range(low + 1, high + 1):
-        reach = count_relevant(labels, level)
-        best += positions < reach[:, None]
-    return best
+        return None, None
+    values = torch.arange(low, high + 1, device=labels.device)
+    # reach[:, v]: the items of label >= values[v]; a value's run is what it reaches and the next
+    # value does not.
+    reach = torch.zeros(batch, values.numel() + 1, dtype=torch.float64, device=labels.device)
+    reach[:, 0] = num_items
+    for column, value in enumerate(values[1:].tolist(), start=1):
+        reach[:, column] = count_relevant(labels, value)
+    counts = reach[:, :-1] - reach[:, 1:]
+    relevant = reach[:, min(max(math.ceil(threshold) - low, 0), values.numel())]
+    return IdealLevels.of(values, counts, threshold), relevant
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
