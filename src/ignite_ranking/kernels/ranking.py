@@ -27,9 +27,9 @@ import math
 import torch
 
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import BoundaryBlocks, boundary_blocks, fill_tied_slots, rows_per_chunk
+from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
-from .ties import TieBlocks, sorted_blocks, tie_blocks
+from .ties import SortedTail, TieBlocks, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
@@ -170,10 +170,9 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
                 indices[rows] = order
         return ranked_labels, relevant, indices, None
     blocks = TieBlocks(
-        start=torch.empty_like(relevant),
-        size=torch.empty_like(relevant),
-        relevant=torch.empty_like(relevant),
         block_id=torch.empty(batch, k, dtype=torch.int64, device=device),
+        block_size=torch.empty_like(relevant),
+        block_relevant=torch.empty_like(relevant),
         ranked_labels=ranked_labels,
         ranked_relevant=torch.empty(batch, k, dtype=torch.bool, device=device),
         tail=None,  # type: ignore[arg-type]  # set below
@@ -184,25 +183,14 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         gather(rows, order[:, :k])
         if indices is not None:
             indices[rows] = order[:, :k]
-        hits = torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
-        outputs = (blocks.start[rows], blocks.size[rows], blocks.relevant[rows], blocks.block_id[rows])
-        crossing, tail_size, tail_relevant = sorted_blocks(
-            values, order, k, hits, labels[rows], threshold, outputs
-        )
-        boundary = scores[rows][crossing].gather(1, order[crossing, k - 1 : k]).squeeze(1)
-        tails.append((crossing + rows.start, tail_size, tail_relevant, boundary))
-    if tails:
-        crossing, tail_size, tail_relevant, tail_values = (
-            torch.cat(part) for part in zip(*tails, strict=True)
-        )
-    else:
-        crossing = torch.zeros(0, dtype=torch.int64, device=device)
-        tail_size = tail_relevant = torch.zeros(0, dtype=torch.float64, device=device)
-        tail_values = scores.new_zeros(0)
-    boundary = torch.zeros(batch, dtype=scores.dtype, device=device).index_copy(0, crossing, tail_values)
-    blocks.tail = BoundaryBlocks(crossing, tail_size, tail_relevant, scores, labels, threshold, boundary)
+        torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
+        outputs = (blocks.block_id[rows], blocks.block_size[rows], blocks.block_relevant[rows])
+        tail = sorted_blocks(values, order, k, relevant[rows], labels[rows], threshold, outputs)
+        tail.rows += rows.start
+        tails.append(tail)
+    blocks.tail = SortedTail.concat(tails, device)
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
-    return ranked_labels, torch.div(blocks.relevant, blocks.size, out=relevant), indices, blocks
+    return ranked_labels, blocks.relevant_share(out=relevant), indices, blocks
 
 
 def _row_slices(batch: int, num_items: int):
@@ -374,7 +362,7 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
         return ranked_labels, relevant.to(torch.float64), kept, None
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
-    return ranked_labels, blocks.relevant / blocks.size, kept, blocks
+    return ranked_labels, blocks.relevant_share(), kept, blocks
 
 
 # Deep enough to sort whole rows, integer labels spanning at most this many values above the
