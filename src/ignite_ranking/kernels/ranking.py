@@ -29,7 +29,7 @@ import torch
 from .batch import IdealLevels, RankedBatch, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
-from .ties import SortedTail, TieBlocks, sorted_blocks, tie_blocks
+from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
@@ -189,6 +189,8 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         tail.rows += rows.start
         tails.append(tail)
     blocks.tail = SortedTail.concat(tails, device)
+    slots = block_slots(blocks.block_id)
+    blocks.block_size, blocks.block_relevant = blocks.block_size[:, :slots], blocks.block_relevant[:, :slots]
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
     return ranked_labels, blocks.relevant_share(out=relevant), indices, blocks
 

@@ -34,6 +34,7 @@ __all__ = [
     "BlockTail",
     "SortedTail",
     "TieBlocks",
+    "block_slots",
     "expected_average_precision",
     "expected_hit_rate",
     "expected_reciprocal_rank",
@@ -102,9 +103,10 @@ class TieBlocks:
     Attributes:
         block_id: ``(batch, K)`` int64 index of each ranked position's block among the row's
             ranked blocks (0 for the first).
-        block_size / block_relevant: ``(batch, K)`` float64 items and relevant items of block
+        block_size / block_relevant: ``(batch, S)`` float64 items and relevant items of block
             ``b`` of each row in column ``b``, counted over the whole row (also below the ranked
-            depth); the columns past a row's last block are 0.
+            depth). ``S`` is the most blocks a row has (on CPU; K elsewhere, which would have
+            to synchronize to read it); the columns past a row's last block mean nothing.
         ranked_labels / ranked_relevant: labels (float64) and relevance (bool) of the ranked items.
         tail: the rows whose last ranked block continues below the ranked depth, with that
             whole block's statistics.
@@ -144,7 +146,7 @@ class TieBlocks:
         ``whole_last(ranked)`` gives the sums over the whole last block of the tail's rows from
         their sums over its ranked positions; without it those blocks sum their ranked values.
         """
-        sums = torch.zeros_like(values).scatter_add_(1, self.block_id, values)
+        sums = values.new_zeros(self.block_size.shape).scatter_add_(1, self.block_id, values)
         rows = self.tail.rows
         if whole_last is not None and rows.numel():
             last = self.block_id[rows, -1]
@@ -162,12 +164,22 @@ class TieBlocks:
         return self.means(gains, lambda ranked: self.tail.gain_sums(gain_of, ranked))
 
 
+def block_slots(block_id: torch.Tensor) -> int:
+    """How many block slots the rows of ``block_id`` use: their most blocks on CPU, else K."""
+    if block_id.device.type != "cpu" or block_id.numel() == 0:
+        return block_id.shape[1]
+    return int(block_id[:, -1].max()) + 1
+
+
 def _count_blocks(block_id: torch.Tensor, relevant: torch.Tensor, size_out=None, relevant_out=None):
-    """Items and relevant items (``relevant``: float64 1.0/0.0) of each block, in its slot."""
+    """Items and relevant items (``relevant``: float64 1.0/0.0) of each block, in its slot:
+    ``(rows, S)``, written into the first ``S`` columns of the outputs if given."""
+    slots = block_slots(block_id)
     ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
-    size_out = torch.zeros_like(relevant) if size_out is None else size_out.zero_()
-    relevant_out = torch.zeros_like(relevant) if relevant_out is None else relevant_out.zero_()
-    return size_out.scatter_add_(1, block_id, ones), relevant_out.scatter_add_(1, block_id, relevant)
+    size_out = relevant.new_empty(relevant.shape[0], slots) if size_out is None else size_out[:, :slots]
+    relevant_out = torch.empty_like(size_out) if relevant_out is None else relevant_out[:, :slots]
+    size_out.zero_().scatter_add_(1, block_id, ones)
+    return size_out, relevant_out.zero_().scatter_add_(1, block_id, relevant)
 
 
 def tie_blocks(
@@ -217,7 +229,8 @@ def sorted_blocks(
         labels: the rows' labels (for the items of a block that continues below rank ``k``);
             an item is relevant iff its label is ``>= threshold``.
         out: ``(rows, k)`` tensors that receive ``block_id``, ``block_size`` and
-            ``block_relevant``, as :class:`TieBlocks` holds them.
+            ``block_relevant``, as :class:`TieBlocks` holds them (the block counts in the first
+            columns, as many as the rows have blocks).
 
     Returns:
         The tail of the rows whose last ranked block continues below rank ``k``, with their
@@ -228,7 +241,7 @@ def sorted_blocks(
     new_block = torch.ones_like(top, dtype=torch.bool)
     torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
     torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
-    _count_blocks(block_id, relevant, size, hits)
+    size, hits = _count_blocks(block_id, relevant, size, hits)
     return _sorted_tail(values, order, k, labels, threshold, size, hits, block_id)
 
 
