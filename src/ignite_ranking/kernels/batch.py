@@ -244,6 +244,13 @@ class RankedBatch:
             raise RuntimeError("this batch was ranked without ideal=True")
         return self.ideal_labels, self.ideal_relevant
 
+    def _gain_of(self, gain_function: str):
+        """``gain_of(labels, relevant, rows)`` of :class:`~.ties.TieBlocks`, scaled as :meth:`gains`."""
+        top = self._top()
+        return lambda labels, relevant, rows: gain(
+            labels, relevant, gain_function, None if top is None else top[rows]
+        )
+
     def gains(self, gain_function: str) -> torch.Tensor:
         """``(batch, K)`` gain of the item at each rank (its expected gain under ``"average"``).
 
@@ -252,17 +259,31 @@ class RankedBatch:
         """
         key = ("ranked", gain_function)
         if key not in self._gain_cache:
-            top = self._top()
             if self.blocks is not None:
-                self._gain_cache[key] = self.blocks.mean_gains(
-                    lambda labels, relevant, rows: gain(
-                        labels, relevant, gain_function, None if top is None else top[rows]
-                    )
-                )
+                blocks = self.blocks
+                self._gain_cache[key] = blocks.read_back(blocks.gain_totals(self._gain_of(gain_function)))
             else:
+                top = self._top()
                 top = None if top is None else top[:, None]
                 self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function, top)
         return self._gain_cache[key]
+
+    def dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: :meth:`gains` times ``discount`` (one weight per rank),
+        summed to each cutoff; from the block slots when a batch has few tied blocks."""
+        blocks = self.blocks
+        if blocks is not None and blocks.few_blocks(cutoffs):
+            totals = blocks.gain_totals(self._gain_of(gain_function))
+            return blocks.sums_to_cutoffs(totals, cutoffs, discount)
+        return sum_to_cutoffs(self.gains(gain_function), cutoffs, discount)
+
+    def hits(self, cutoffs: Sequence[int]) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: the relevant items (expected under ``"average"``) within
+        each cutoff; from the block slots when a batch has few tied blocks."""
+        blocks = self.blocks
+        if blocks is not None and blocks.few_blocks(cutoffs):
+            return blocks.sums_to_cutoffs(blocks.block_relevant, cutoffs)
+        return sum_to_cutoffs(self.relevant, cutoffs)
 
     def ideal_dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
         """``(batch, len(cutoffs))`` the ideal ranking's gains (scaled as :meth:`gains`) times

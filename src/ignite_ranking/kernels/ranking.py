@@ -192,7 +192,7 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
     slots = block_slots(blocks.block_id)
     blocks.block_size, blocks.block_relevant = blocks.block_size[:, :slots], blocks.block_relevant[:, :slots]
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
-    return ranked_labels, blocks.relevant_share(out=relevant), indices, blocks
+    return ranked_labels, blocks.read_back(blocks.block_relevant, out=relevant), indices, blocks
 
 
 def _row_slices(batch: int, num_items: int):
@@ -364,7 +364,7 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
         return ranked_labels, relevant.to(torch.float64), kept, None
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
-    return ranked_labels, blocks.relevant_share(), kept, blocks
+    return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
 
 
 # Deep enough to sort whole rows, integer labels spanning at most this many values above the

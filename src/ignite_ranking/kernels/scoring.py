@@ -62,12 +62,12 @@ def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
 
 def precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Relevant items in the top k, divided by k."""
-    return sum_to_cutoffs(ranked.relevant, cutoffs) / _cutoff_tensor(ranked, cutoffs)
+    return ranked.hits(cutoffs) / _cutoff_tensor(ranked, cutoffs)
 
 
 def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Relevant items in the top k, divided by the row's number of relevant items R."""
-    return _divide(sum_to_cutoffs(ranked.relevant, cutoffs), ranked.num_relevant[:, None])
+    return _divide(ranked.hits(cutoffs), ranked.num_relevant[:, None])
 
 
 def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -84,7 +84,7 @@ def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
     ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
     discount = 1.0 / torch.log2(ranks)
-    dcg = sum_to_cutoffs(ranked.gains(gain_function), cutoffs, discount)
+    dcg = ranked.dcg(gain_function, cutoffs, discount)
     idcg = ranked.ideal_dcg(gain_function, cutoffs, discount)
     return _divide(dcg, idcg)
 

@@ -135,13 +135,8 @@ class TieBlocks:
         """``(batch, K)`` float64: relevant items in each position's block."""
         return self.block_relevant.gather(1, self.block_id)
 
-    def relevant_share(self, out: torch.Tensor | None = None) -> torch.Tensor:
-        """``(batch, K)`` float64: each position's block's relevant items over its size (written
-        into ``out`` if given)."""
-        return torch.gather(self.block_relevant / self.block_size, 1, self.block_id, out=out)
-
-    def means(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
-        """The mean of ``values`` (``(batch, K)``) over each block, read back at every position.
+    def totals(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
+        """``(batch, S)``: ``values`` (``(batch, K)``) summed over each block, in its slot.
 
         ``whole_last(ranked)`` gives the sums over the whole last block of the tail's rows from
         their sums over its ranked positions; without it those blocks sum their ranked values.
@@ -151,17 +146,55 @@ class TieBlocks:
         if whole_last is not None and rows.numel():
             last = self.block_id[rows, -1]
             sums[rows, last] = whole_last(sums[rows, last])
-        return sums.div_(self.block_size).gather(1, self.block_id)
+        return sums
 
-    def mean_gains(self, gain_of: GainOf) -> torch.Tensor:
-        """Expected gain at each rank: the block's total gain over its size.
+    def means(self, values: torch.Tensor) -> torch.Tensor:
+        """The mean of ``values`` (``(batch, K)``) over each ranked block, at every position."""
+        return self.totals(values).div_(self.block_size).gather(1, self.block_id)
+
+    def gain_totals(self, gain_of: GainOf) -> torch.Tensor:
+        """``(batch, S)``: the total gain of each block, in its slot.
 
         ``gain_of(labels, relevant, rows)`` gives the float64 gains of labels (0 where not
         relevant); ``rows``, broadcastable to ``labels``, holds the batch row of each label.
         """
         rows = torch.arange(self.ranked_labels.shape[0], device=self.ranked_labels.device)[:, None]
         gains = gain_of(self.ranked_labels, self.ranked_relevant, rows)
-        return self.means(gains, lambda ranked: self.tail.gain_sums(gain_of, ranked))
+        return self.totals(gains, lambda ranked: self.tail.gain_sums(gain_of, ranked))
+
+    def read_back(self, totals: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``(batch, K)``: each position's share of its block's total (``totals``: ``(batch, S)``,
+        such as ``block_relevant``), written into ``out`` if given."""
+        return torch.gather(totals / self.block_size, 1, self.block_id, out=out)
+
+    def few_blocks(self, cutoffs: Sequence[int]) -> bool:
+        """Whether :meth:`sums_to_cutoffs` over the block slots costs less than a cumulative sum
+        over the ranks (a few dozen passes over ``(batch, S, len(cutoffs))`` against a few over
+        ``(batch, K)``), as with quantized scores."""
+        return 16 * self.block_size.shape[1] * len(cutoffs) <= self.block_id.shape[1]
+
+    def sums_to_cutoffs(
+        self, totals: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: the sum over ranks ``i <= k`` of ``w_i`` times the share of
+        its block's total that rank ``i`` holds, from the block slots.
+
+        A block of ``n`` items and total ``T`` at ranks ``s + 1 .. s + n`` adds ``T / n`` times
+        the weights of its ranks within the cutoff; ``w_i = 1`` without ``weights``.
+        """
+        depth = self.block_id.shape[1]
+        device = totals.device
+        valid = torch.arange(totals.shape[1], device=device) <= self.block_id[:, -1:]
+        sizes = torch.where(valid, self.block_size, 0.0)
+        ends = sizes.cumsum(dim=1)
+        limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=device)
+        high = ends[:, :, None].minimum(limits)
+        low = (ends - sizes)[:, :, None].minimum(limits)
+        if weights is not None:
+            summed = torch.nn.functional.pad(weights.cumsum(dim=0), (1, 0))
+            high, low = summed[high.long()], summed[low.long()]
+        share = torch.where(valid, totals / torch.where(valid, sizes, 1.0), 0.0)
+        return (share[:, :, None] * (high - low)).sum(dim=1)
 
 
 def block_slots(block_id: torch.Tensor) -> int:
