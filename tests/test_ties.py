@@ -168,3 +168,26 @@ def test_average_over_a_few_large_blocks_sums_the_block_slots(cutoffs):
         )
         assert hits[row].tolist() == pytest.approx(expected_hits, rel=1e-12, abs=1e-12)
         assert dcg[row].tolist() == pytest.approx(expected_dcg, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("levels", [3, 20, 40, 1000])
+def test_block_counts_from_boundaries_or_slots_equal_counting_each_block(levels):
+    # Few blocks are counted from where they start and end, many by adding each position to
+    # its slot (kernels.ties._count_blocks); both equal counting them one by one.
+    from ignite_ranking.kernels.ties import _count_blocks
+
+    generator = torch.Generator().manual_seed(levels)
+    values = torch.randint(0, levels, (5, 400), generator=generator).sort(dim=1, descending=True).values
+    relevant = (torch.rand(5, 400, generator=generator) < 0.3).to(torch.float64)
+    new_block = torch.ones_like(values, dtype=torch.bool)
+    new_block[:, 1:] = values[:, 1:] != values[:, :-1]
+    block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
+    size, hits = _count_blocks(block_id, new_block, relevant)
+    for row in range(5):
+        blocks = [
+            list(group) for _, group in itertools.groupby(range(400), key=lambda i: int(values[row, i]))
+        ]
+        assert size[row, : len(blocks)].tolist() == [len(block) for block in blocks]
+        assert hits[row, : len(blocks)].tolist() == [
+            sum(relevant[row, i].item() for i in block) for block in blocks
+        ]

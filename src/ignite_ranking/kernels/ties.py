@@ -204,15 +204,31 @@ def block_slots(block_id: torch.Tensor) -> int:
     return int(block_id[:, -1].max()) + 1
 
 
-def _count_blocks(block_id: torch.Tensor, relevant: torch.Tensor, size_out=None, relevant_out=None):
+def _count_blocks(block_id, new_block, relevant, size_out=None, relevant_out=None):
     """Items and relevant items (``relevant``: float64 1.0/0.0) of each block, in its slot:
-    ``(rows, S)``, written into the first ``S`` columns of the outputs if given."""
+    ``(rows, S)``, written into the first ``S`` columns of the outputs if given.
+
+    ``new_block`` marks the first position of each block. Few blocks (a sixteenth of the
+    positions or less) are counted from where each one starts and ends; otherwise every
+    position is added to its block's slot.
+    """
+    rows, depth = block_id.shape
     slots = block_slots(block_id)
-    ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
-    size_out = relevant.new_empty(relevant.shape[0], slots) if size_out is None else size_out[:, :slots]
+    size_out = relevant.new_empty(rows, slots) if size_out is None else size_out[:, :slots]
     relevant_out = torch.empty_like(size_out) if relevant_out is None else relevant_out[:, :slots]
-    size_out.zero_().scatter_add_(1, block_id, ones)
-    return size_out, relevant_out.zero_().scatter_add_(1, block_id, relevant)
+    if 16 * slots > depth:
+        ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
+        size_out.zero_().scatter_add_(1, block_id, ones)
+        return size_out, relevant_out.zero_().scatter_add_(1, block_id, relevant)
+    row, start = new_block.nonzero(as_tuple=True)  # row by row, each row's blocks in order
+    end = torch.empty_like(start)
+    end[:-1] = start[1:]
+    end[torch.cat([row[1:] != row[:-1], torch.ones(1, dtype=torch.bool, device=row.device)])] = depth
+    slot = block_id[row, start]
+    hits = torch.nn.functional.pad(relevant.cumsum(dim=1), (1, 0))
+    size_out[row, slot] = (end - start).to(size_out.dtype)
+    relevant_out[row, slot] = hits[row, end] - hits[row, start]
+    return size_out, relevant_out
 
 
 def tie_blocks(
@@ -232,7 +248,7 @@ def tie_blocks(
     new_block = torch.ones_like(ranked_scores, dtype=torch.bool)
     new_block[:, 1:] = ranked_scores[:, 1:] != ranked_scores[:, :-1]
     block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
-    size, relevant = _count_blocks(block_id, ranked_relevant.to(torch.float64))
+    size, relevant = _count_blocks(block_id, new_block, ranked_relevant.to(torch.float64))
     if tail.rows.numel():
         last = block_id[tail.rows, -1]
         size[tail.rows, last] = tail.size
@@ -274,7 +290,7 @@ def sorted_blocks(
     new_block = torch.ones_like(top, dtype=torch.bool)
     torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
     torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
-    size, hits = _count_blocks(block_id, relevant, size, hits)
+    size, hits = _count_blocks(block_id, new_block, relevant, size, hits)
     return _sorted_tail(values, order, k, labels, threshold, size, hits, block_id)
 
 
