@@ -117,13 +117,23 @@ def test_linear_gain_refuses_a_threshold_whose_gains_overflow():
 @pytest.mark.parametrize("gain_function", GAINS)
 @pytest.mark.parametrize(
     "low, high, threshold",
-    [(-2, 2, -1.5), (-2, 2, 0.0), (0, 1, 1.0), (0, 3, 2.0), (-4, 0, -3.0), (998, 1002, 1000.0)],
+    [
+        (-2, 2, -1.5),
+        (-2, 2, 0.0),
+        (0, 1, 1.0),
+        (0, 3, 2.0),
+        (0, 3, 3.0),
+        (-4, 0, -3.0),
+        (998, 1002, 1000.0),
+        (998, 1002, 1002.0),
+    ],
 )
 def test_deep_cutoffs_of_few_valued_integer_labels_count_the_ideal_runs(
     low, high, threshold, gain_function, ties
 ):
     # A deep ranking of integer labels of at most five values takes IDCG from the runs of
-    # each label (kernels.batch.IdealLevels), never laying the ideal ranking out.
+    # each label (kernels.batch.IdealLevels), never laying the ideal ranking out; with one
+    # relevant value, DCG is its gain times the discounted relevance.
     generator = torch.Generator().manual_seed(low + 10 * high)
     y_pred, y = _tied_batch(generator, low, high, batch=8, num_items=9)
     y[0] = low  # one value only

@@ -129,11 +129,14 @@ class IdealLevels:
             negative threshold, non-relevant labels read as 0, relevant with gain 0).
         relevant: ``(L,)`` bool, ``labels >= threshold``.
         counts: ``(batch, L)`` float64 length of each run in each row (items of that label).
+        single: the one relevant label when only one label value is relevant (binary
+            relevance), else None: every relevant item then has the same gain.
     """
 
     labels: torch.Tensor
     relevant: torch.Tensor
     counts: torch.Tensor
+    single: float | None = None
 
     @classmethod
     def of(cls, values: torch.Tensor, counts: torch.Tensor, threshold: float | int) -> IdealLevels:
@@ -143,7 +146,9 @@ class IdealLevels:
             key = torch.where(key >= threshold, key, 0.0)
         order = key.argsort(descending=True, stable=True)
         key = key[order]
-        return cls(key, key >= threshold, counts[:, order])
+        relevant_values = values[values >= threshold].tolist()
+        single = float(relevant_values[0]) if len(relevant_values) == 1 else None
+        return cls(key, key >= threshold, counts[:, order], single)
 
     def top(self) -> torch.Tensor:
         """``(batch,)`` the first label of each row's ideal ranking (its largest gain)."""
@@ -270,12 +275,32 @@ class RankedBatch:
 
     def dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
         """``(batch, len(cutoffs))``: :meth:`gains` times ``discount`` (one weight per rank),
-        summed to each cutoff; from the block slots when a batch has few tied blocks."""
+        summed to each cutoff; from the block slots when a batch has few tied blocks.
+
+        When one label value alone is relevant (``ideal_levels.single``), every relevant item
+        gains the same: DCG is that gain times the discounted relevance, and no gain is computed
+        per rank.
+        """
         blocks = self.blocks
-        if blocks is not None and blocks.few_blocks(cutoffs):
-            totals = blocks.gain_totals(self._gain_of(gain_function))
-            return blocks.sums_to_cutoffs(totals, cutoffs, discount)
-        return sum_to_cutoffs(self.gains(gain_function), cutoffs, discount)
+        few = blocks is not None and blocks.few_blocks(cutoffs)
+        single = self.ideal_levels.single if self.ideal_levels is not None else None
+        if single is not None:
+            per_rank = blocks.block_relevant if few else self.relevant
+        elif few:
+            per_rank = blocks.gain_totals(self._gain_of(gain_function))
+        else:
+            per_rank = self.gains(gain_function)
+        sums = (
+            blocks.sums_to_cutoffs(per_rank, cutoffs, discount)
+            if few
+            else sum_to_cutoffs(per_rank, cutoffs, discount)
+        )
+        if single is None:
+            return sums
+        top = self._top()
+        value = torch.full_like(sums[:, :1], single)
+        relevant = torch.ones_like(value, dtype=torch.bool)
+        return sums * gain(value, relevant, gain_function, None if top is None else top[:, None])
 
     def hits(self, cutoffs: Sequence[int]) -> torch.Tensor:
         """``(batch, len(cutoffs))``: the relevant items (expected under ``"average"``) within
