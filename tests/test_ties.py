@@ -191,3 +191,14 @@ def test_block_counts_from_boundaries_or_slots_equal_counting_each_block(levels)
         assert hits[row, : len(blocks)].tolist() == [
             sum(relevant[row, i].item() for i in block) for block in blocks
         ]
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (0, 5)])
+def test_block_counts_of_an_empty_ranking(shape):
+    from ignite_ranking.kernels.ties import _count_blocks
+
+    block_id = torch.zeros(shape, dtype=torch.int64)
+    size, hits = _count_blocks(
+        block_id, torch.ones(shape, dtype=torch.bool), torch.zeros(shape, dtype=torch.float64)
+    )
+    assert size.shape[0] == hits.shape[0] == shape[0]

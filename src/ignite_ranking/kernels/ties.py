@@ -216,7 +216,7 @@ def _count_blocks(block_id, new_block, relevant, size_out=None, relevant_out=Non
     slots = block_slots(block_id)
     size_out = relevant.new_empty(rows, slots) if size_out is None else size_out[:, :slots]
     relevant_out = torch.empty_like(size_out) if relevant_out is None else relevant_out[:, :slots]
-    if 16 * slots > depth:
+    if 16 * slots > depth or block_id.numel() == 0:
         ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
         size_out.zero_().scatter_add_(1, block_id, ones)
         return size_out, relevant_out.zero_().scatter_add_(1, block_id, relevant)
