@@ -15,7 +15,7 @@ import pytest
 import torch
 from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
 
-from ignite_ranking import RankingMetrics, RPrecision
+from ignite_ranking import MRR, NDCG, RankingMetrics, Recall, RPrecision
 from ignite_ranking import functional as F
 from ignite_ranking.kernels import boundary, ranking, top_indices
 from ignite_ranking.kernels.inputs import comparable_labels
@@ -275,8 +275,8 @@ def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_
         (0, 1, torch.bool),
         *(
             (low, high, dtype)
-            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9)]
-            for dtype in (torch.int8, torch.int32, torch.int64)
+            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9), (-30, 34), (0, 100)]
+            for dtype in (torch.int8, torch.int32, torch.int64, torch.float16, torch.float64)
         ),
     ],
 )
@@ -291,10 +291,33 @@ def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
         expected_count = (labels >= threshold).sum(dim=1).to(torch.float64)
         for k in (13, 49, 50):
             levels, relevant = ranking._label_levels(labels, threshold, k)
-            if high - low > ranking._FEW_LEVELS or k < 50 // 4:
+            if high - low > ranking._MAX_LEVELS or k < 50 // 4:
                 assert levels is None
                 continue
             ideal_labels, ideal_relevant = levels.expand(k)
             assert torch.equal(ideal_labels, expected_labels[:, :k])
             assert torch.equal(ideal_relevant, expected_relevant[:, :k])
             assert torch.equal(relevant, expected_count)
+
+
+@pytest.mark.parametrize("odd", [0.5, math.inf, -math.inf])
+def test_labels_not_of_integer_values_are_ranked_for_the_ideal_order(odd):
+    labels = torch.tensor([[0.0, 1.0, 2.0, 1.0], [1.0, 0.0, 0.0, odd]])
+    assert ranking._label_levels(labels, 1.0, 4) == (None, None)
+
+
+@pytest.mark.parametrize("ties", ["first", "last", "optimistic", "pessimistic", "average"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bool, torch.float32])
+def test_update_never_writes_to_its_inputs(ties, dtype):
+    generator = torch.Generator().manual_seed(5)
+    y_pred = torch.randint(0, 4, (6, 40), generator=generator).to(torch.float32)
+    y = torch.randint(-2 if dtype != torch.bool else 0, 3, (6, 40), generator=generator).to(dtype)
+    before = (y_pred.clone(), y.clone())
+    for top_k in ([3], [30]):  # by torch.topk, and by sorting whole rows
+        metrics = {
+            name: build(top_k, ties=ties)
+            for name, build in (("mrr", MRR), ("ndcg", NDCG), ("recall", Recall))
+        }
+        group = RankingMetrics({**metrics, "rprec": RPrecision(ties=ties)})
+        group.update((y_pred, y))
+        assert torch.equal(y_pred, before[0]) and torch.equal(y, before[1])

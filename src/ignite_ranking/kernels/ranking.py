@@ -377,9 +377,9 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
 
 
-# Deep enough to sort whole rows, integer labels spanning at most this many values above the
-# lowest are counted by value instead of ranked (one count and one comparison per value).
-_FEW_LEVELS = 4
+# Deep enough to sort whole rows, labels of integer values spanning at most this many values
+# above the lowest are counted by value instead of ranked (a histogram of each row).
+_MAX_LEVELS = 64
 
 
 def _label_levels(
@@ -387,25 +387,33 @@ def _label_levels(
 ) -> tuple[IdealLevels | None, torch.Tensor | None]:
     """Each row's ideal ranking as runs of equal labels, and its relevant items (float64).
 
-    For a deep ``k`` of integer labels of a few values, the ideal ranking needs no selection: it
-    is a run of each value, as long as the count of that value in the row. Otherwise
-    ``(None, None)``: the kernel takes the row's ``k`` largest labels by ``torch.topk``.
+    For a deep ``k`` of labels of a few integer values (integer or floating), the ideal ranking
+    needs no selection: it is a run of each value, as long as the count of that value in the
+    row, and one histogram a few rows at a time counts them. Otherwise ``(None, None)``: the
+    kernel takes the row's ``k`` largest labels by ``torch.topk``.
     """
     batch, num_items = labels.shape
-    if labels.is_floating_point() or not sorts_whole_rows(k, num_items) or labels.numel() == 0:
+    if not sorts_whole_rows(k, num_items) or labels.numel() == 0:
         return None, None
-    low, high = (int(value) for value in torch.aminmax(labels))
-    if high - low > _FEW_LEVELS:
+    low, high = (value.item() for value in torch.aminmax(labels))
+    if not (math.isfinite(low) and math.isfinite(high)) or high - low > _MAX_LEVELS:
         return None, None
+    low, high = int(low), int(high)
+    levels = high - low + 1
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
+    counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
+    for rows in _row_slices(batch, num_items):
+        chunk = labels[rows]
+        if chunk.is_floating_point() and bool(torch.frac(chunk).any()):
+            return None, None
+        index = chunk.to(torch.int64)  # the labels themselves if int64: never written
+        if low:
+            index = index - low
+        ones = torch.ones(1, dtype=dtype, device=labels.device).expand_as(index)
+        counts[rows] = counts[rows].zero_().scatter_add_(1, index, ones)
     values = torch.arange(low, high + 1, device=labels.device)
-    # reach[:, v]: the items of label >= values[v]; a value's run is what it reaches and the next
-    # value does not.
-    reach = torch.zeros(batch, values.numel() + 1, dtype=torch.float64, device=labels.device)
-    reach[:, 0] = num_items
-    for column, value in enumerate(values[1:].tolist(), start=1):
-        reach[:, column] = count_relevant(labels, value)
-    counts = reach[:, :-1] - reach[:, 1:]
-    relevant = reach[:, min(max(math.ceil(threshold) - low, 0), values.numel())]
+    counts = counts.to(torch.float64)
+    relevant = counts[:, values >= threshold].sum(dim=1)
     return IdealLevels.of(values, counts, threshold), relevant
 
 
