@@ -177,7 +177,7 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         ranked_relevant=torch.empty(batch, k, dtype=torch.bool, device=device),
         tail=None,  # type: ignore[arg-type]  # set below
     )
-    tails = []
+    tails, written = [], []
     for rows in _row_slices(batch if k else 0, num_items):
         values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=True)
         gather(rows, order[:, :k])
@@ -188,9 +188,13 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         tail = sorted_blocks(values, order, k, relevant[rows], labels[rows], threshold, outputs)
         tail.rows += rows.start
         tails.append(tail)
+        written.append((rows, block_slots(blocks.block_id[rows])))
     blocks.tail = SortedTail.concat(tails, device)
     slots = block_slots(blocks.block_id)
     blocks.block_size, blocks.block_relevant = blocks.block_size[:, :slots], blocks.block_relevant[:, :slots]
+    for rows, chunk_slots in written:  # slots no row of the chunk uses: 0, as TieBlocks says
+        blocks.block_size[rows, chunk_slots:] = 0.0
+        blocks.block_relevant[rows, chunk_slots:] = 0.0
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
     return ranked_labels, blocks.read_back(blocks.block_relevant, out=relevant), indices, blocks
 

@@ -17,13 +17,18 @@ These are the closed forms of McSherry and Najork, "Computing Information Retrie
 Measures Efficiently in the Presence of Tied Scores", ECIR 2008. A cutoff that falls inside a
 block is exact: only the ranks up to the cutoff are summed, and the block statistics count the
 whole block, also its items beyond the ranked depth.
+
+Each block is held once, in a slot of :class:`TieBlocks` (its size and relevant items), and
+each rank knows its block's slot. Sums to a cutoff are taken over the slots: each whole block
+at once, and the part of the cutoff's block within it (average precision always; hits and DCG
+when a row has few blocks, else per-rank means read back through the slots and summed along
+the ranks, which then costs less).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Protocol
 
 import torch
@@ -106,7 +111,7 @@ class TieBlocks:
         block_size / block_relevant: ``(batch, S)`` float64 items and relevant items of block
             ``b`` of each row in column ``b``, counted over the whole row (also below the ranked
             depth). ``S`` is the most blocks a row has (on CPU; K elsewhere, which would have
-            to synchronize to read it); the columns past a row's last block mean nothing.
+            to synchronize to read it); the columns past a row's last block are 0.
         ranked_labels / ranked_relevant: labels (float64) and relevance (bool) of the ranked items.
         tail: the rows whose last ranked block continues below the ranked depth, with that
             whole block's statistics.
@@ -118,22 +123,6 @@ class TieBlocks:
     ranked_labels: torch.Tensor
     ranked_relevant: torch.Tensor
     tail: BlockTail
-
-    @cached_property
-    def start(self) -> torch.Tensor:
-        """``(batch, K)`` float64: items ranked above each position's block."""
-        above = torch.cumsum(self.block_size, dim=1).sub_(self.block_size)
-        return above.gather(1, self.block_id)
-
-    @cached_property
-    def size(self) -> torch.Tensor:
-        """``(batch, K)`` float64: items in each position's block."""
-        return self.block_size.gather(1, self.block_id)
-
-    @cached_property
-    def relevant(self) -> torch.Tensor:
-        """``(batch, K)`` float64: relevant items in each position's block."""
-        return self.block_relevant.gather(1, self.block_id)
 
     def totals(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
         """``(batch, S)``: ``values`` (``(batch, K)``) summed over each block, in its slot.
@@ -184,8 +173,7 @@ class TieBlocks:
         """
         depth = self.block_id.shape[1]
         device = totals.device
-        valid = torch.arange(totals.shape[1], device=device) <= self.block_id[:, -1:]
-        sizes = torch.where(valid, self.block_size, 0.0)
+        sizes = self.block_size
         ends = sizes.cumsum(dim=1)
         limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=device)
         high = ends[:, :, None].minimum(limits)
@@ -193,7 +181,7 @@ class TieBlocks:
         if weights is not None:
             summed = torch.nn.functional.pad(weights.cumsum(dim=0), (1, 0))
             high, low = summed[high.long()], summed[low.long()]
-        share = torch.where(valid, totals / torch.where(valid, sizes, 1.0), 0.0)
+        share = totals / sizes.clamp(min=1.0)  # 0 past the last block
         return (share[:, :, None] * (high - low)).sum(dim=1)
 
 
@@ -214,12 +202,11 @@ def _count_blocks(block_id, new_block, relevant, size_out=None, relevant_out=Non
     """
     rows, depth = block_id.shape
     slots = block_slots(block_id)
-    size_out = relevant.new_empty(rows, slots) if size_out is None else size_out[:, :slots]
-    relevant_out = torch.empty_like(size_out) if relevant_out is None else relevant_out[:, :slots]
+    size_out = relevant.new_zeros(rows, slots) if size_out is None else size_out[:, :slots].zero_()
+    relevant_out = torch.zeros_like(size_out) if relevant_out is None else relevant_out[:, :slots].zero_()
     if 16 * slots > depth or block_id.numel() == 0:
         ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
-        size_out.zero_().scatter_add_(1, block_id, ones)
-        return size_out, relevant_out.zero_().scatter_add_(1, block_id, relevant)
+        return size_out.scatter_add_(1, block_id, ones), relevant_out.scatter_add_(1, block_id, relevant)
     row, start = new_block.nonzero(as_tuple=True)  # row by row, each row's blocks in order
     end = torch.empty_like(start)
     end[:-1] = start[1:]
@@ -384,19 +371,41 @@ def expected_reciprocal_rank(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch
 def expected_average_precision(
     blocks: TieBlocks, num_relevant: torch.Tensor, cutoffs: Sequence[int]
 ) -> torch.Tensor:
-    """E[AP@k] = (1/R) sum_{i <= k} E[rel_i * hits_i] / i.
+    """E[AP@k] = (1/R) sum_{i <= k} E[rel_i * hits_i] / i, summed block by block.
 
-    ``E[rel_i * hits_i] = p_i (1 + H) + (i - start - 1) r (r - 1) / (n (n - 1))`` where ``p_i``
-    is the block's relevant share and ``H`` the relevant items of the blocks above it.
+    At a rank ``i`` of a block of ``n`` items, ``r`` of them relevant, at ranks ``s + 1 .. s + n``
+    below ``H`` relevant items, ``E[rel_i * hits_i] = p (1 + H) + (i - s - 1) q`` with ``p = r / n``
+    and ``q = r (r - 1) / (n (n - 1))``. Over its ranks ``s + 1 .. e``, dividing by ``i`` sums to
+    ``(p (1 + H) - q (s + 1)) (h(e) - h(s)) + q (e - s)``, ``h`` the harmonic numbers. Whole
+    blocks are summed once; a cutoff adds the part of its block within it.
     """
-    share = blocks.relevant / blocks.size
-    above = torch.nn.functional.pad(share.cumsum(dim=1), (1, 0)).gather(1, blocks.start.to(torch.int64))
-    n, r = blocks.size, blocks.relevant
-    both = torch.where(n > 1, r * (r - 1) / (n * (n - 1)).clamp(min=1), torch.zeros_like(n))
-    rank = torch.arange(1, share.shape[1] + 1, dtype=torch.float64, device=share.device)
-    expected = (share * (1.0 + above) + (rank - blocks.start - 1.0) * both) / rank
-    cumulative = torch.nn.functional.pad(expected.cumsum(dim=1), (1, 0))
-    columns = torch.tensor([min(k, share.shape[1]) for k in cutoffs], device=share.device)
+    batch, depth = blocks.block_id.shape
+    device = num_relevant.device
+    if depth == 0:
+        return torch.zeros(batch, len(cutoffs), dtype=torch.float64, device=device)
+    sizes, r = blocks.block_size, blocks.block_relevant  # 0 past each row's last block
+    n = sizes.clamp(min=1.0)
+    ends = sizes.cumsum(dim=1)
+    starts = (ends - sizes).clamp_(max=depth)  # the slots past the last block start at its end
+    above = r.cumsum(dim=1).sub_(r)
+    p = r / n
+    q = r * (r - 1.0) / (n * (n - 1.0)).clamp_(min=1.0)
+    slope = p.mul_(above.add_(1.0)).sub_(q * (starts + 1.0))  # p (1 + H) - q (s + 1)
+    ranks = torch.arange(1, depth + 1, dtype=torch.float64, device=device)
+    harmonic = torch.nn.functional.pad(ranks.reciprocal().cumsum(dim=0), (1, 0))
+
+    def within(end, start, slope, q):  # the sum over ranks start + 1 .. end of each block
+        span = harmonic[end.long()] - harmonic[start.long()]
+        return slope * span + q * (end - start)
+
+    # The last ranked block may continue below the depth: its whole sum is never read.
+    whole = within(ends.clamp(max=depth), starts, slope, q)
+    before = torch.nn.functional.pad(whole.cumsum(dim=1), (1, 0))
+    # Each cutoff: the whole blocks above its block, and the part of its block within it.
+    limits = [min(k, depth) for k in cutoffs]
+    slot = blocks.block_id[:, [k - 1 for k in limits]]
+    end = torch.tensor(limits, dtype=torch.float64, device=device).expand_as(slot)
+    pick = lambda t: t.gather(1, slot)  # noqa: E731
+    summed = pick(before) + within(end, pick(starts), pick(slope), pick(q))
     safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))
-    values = cumulative[:, columns] / safe[:, None]
-    return torch.where(num_relevant[:, None] > 0, values, torch.zeros_like(values))
+    return torch.where(num_relevant[:, None] > 0, summed / safe[:, None], torch.zeros_like(summed))
