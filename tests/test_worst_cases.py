@@ -291,7 +291,7 @@ def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
         expected_count = (labels >= threshold).sum(dim=1).to(torch.float64)
         for k in (13, 49, 50):
             levels, relevant = ranking._label_levels(labels, threshold, k)
-            if high - low > ranking._MAX_LEVELS or k < 50 // 4:
+            if high - low >= ranking._MAX_LEVELS or k < 50 // 4:
                 assert levels is None
                 continue
             ideal_labels, ideal_relevant = levels.expand(k)
@@ -300,10 +300,15 @@ def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
             assert torch.equal(relevant, expected_count)
 
 
-@pytest.mark.parametrize("odd", [0.5, math.inf, -math.inf])
-def test_labels_not_of_integer_values_are_ranked_for_the_ideal_order(odd):
-    labels = torch.tensor([[0.0, 1.0, 2.0, 1.0], [1.0, 0.0, 0.0, odd]])
-    assert ranking._label_levels(labels, 1.0, 4) == (None, None)
+@pytest.mark.parametrize("odd", [0.3, math.inf, -math.inf])
+def test_float_labels_of_values_a_sample_misses_are_ranked_for_the_ideal_order(odd):
+    generator = torch.Generator().manual_seed(3)
+    labels = torch.tensor([0.0, 0.5, 1.0, 2.5])[torch.randint(0, 4, (2, 2**17), generator=generator)]
+    levels, relevant = ranking._label_levels(labels, 1.0, 2**17)
+    assert levels.labels.tolist() == [2.5, 1.0, 0.5, 0.0]
+    assert torch.equal(relevant, (labels >= 1.0).sum(dim=1).to(torch.float64))
+    labels[1, 5] = odd  # not in the sample of every 4th label
+    assert ranking._label_levels(labels, 1.0, 2**17) == (None, None)
 
 
 @pytest.mark.parametrize("ties", ["first", "last", "optimistic", "pessimistic", "average"])
