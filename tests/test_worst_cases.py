@@ -300,14 +300,18 @@ def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
             assert torch.equal(relevant, expected_count)
 
 
-@pytest.mark.parametrize("odd", [0.3, math.inf, -math.inf])
-def test_float_labels_of_values_a_sample_misses_are_ranked_for_the_ideal_order(odd):
+@pytest.mark.parametrize("odd", [0.3, 0.125, math.inf, -math.inf])
+def test_float_labels_off_the_grid_of_a_sample_are_ranked_for_the_ideal_order(odd):
+    # Labels on the grid of multiples of 1/2 are counted (also 1.5, which no label holds);
+    # one label off it (in no sample of every 4th label) makes the kernel rank them.
     generator = torch.Generator().manual_seed(3)
     labels = torch.tensor([0.0, 0.5, 1.0, 2.5])[torch.randint(0, 4, (2, 2**17), generator=generator)]
     levels, relevant = ranking._label_levels(labels, 1.0, 2**17)
-    assert levels.labels.tolist() == [2.5, 1.0, 0.5, 0.0]
+    assert levels.labels.tolist() == [2.5, 2.0, 1.5, 1.0, 0.5, 0.0]
+    expected = ranking.ideal_order(labels, 1.0, torch.topk(labels, 2**17).values)
+    assert all(torch.equal(a, b) for a, b in zip(levels.expand(2**17), expected, strict=True))
     assert torch.equal(relevant, (labels >= 1.0).sum(dim=1).to(torch.float64))
-    labels[1, 5] = odd  # not in the sample of every 4th label
+    labels[1, 5] = odd
     assert ranking._label_levels(labels, 1.0, 2**17) == (None, None)
 
 

@@ -22,6 +22,8 @@ are then ordered with stable sorts of ``(batch, k)`` values.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .batch import IdealLevels, RankedBatch, ideal_order
@@ -379,7 +381,7 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
 
 
-# Deep enough to sort whole rows, labels of at most this many distinct values are counted by
+# Deep enough to sort whole rows, labels on a grid of at most this many values are counted by
 # value instead of ranked (a histogram of each row).
 _MAX_LEVELS = 65
 
@@ -389,47 +391,57 @@ def _label_levels(
 ) -> tuple[IdealLevels | None, torch.Tensor | None]:
     """Each row's ideal ranking as runs of equal labels, and its relevant items (float64).
 
-    For a deep ``k`` of labels of a few distinct values, the ideal ranking needs no selection:
-    it is a run of each value, as long as the count of that value in the row, and one histogram
-    a few rows at a time counts them. The values are every integer from the lowest label to the
-    highest for integer labels, else those of a sample of the labels, checked to hold every
-    label. Otherwise ``(None, None)``: the kernel takes the row's ``k`` largest labels by
-    ``torch.topk``.
+    For a deep ``k`` of labels of a few values, the ideal ranking needs no selection: it is a
+    run of each value, as long as the count of that value in the row. Labels on a grid (the
+    integers, or multiples of 1/2, 1/4, ... for floating labels) from the lowest label to the
+    highest are counted by one histogram a few rows at a time. Otherwise ``(None, None)``: the
+    kernel takes the row's ``k`` largest labels by ``torch.topk``.
     """
     batch, num_items = labels.shape
     if not sorts_whole_rows(k, num_items) or labels.numel() == 0:
         return None, None
-    values = _label_values(labels)
-    if values is None:
+    grid = _label_grid(labels)
+    if grid is None:
         return None, None
+    low, scale, levels = grid
     dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
-    counts = torch.empty(batch, values.numel(), dtype=dtype, device=labels.device)
+    counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
     for rows in _row_slices(batch, num_items):
         chunk = labels[rows]
         if chunk.is_floating_point():
-            index = torch.bucketize(chunk, values)
-            if not bool((values[index.clamp_(max=values.numel() - 1)] == chunk).all()):
-                return None, None  # a value the sample missed
+            steps = (chunk.to(torch.float64) - low).mul_(scale)
+            if bool(torch.frac(steps).any()):
+                return None, None  # a label off the grid
+            index = steps.to(torch.int64)
         else:
             index = chunk.to(torch.int64)  # the labels themselves if int64: never written
-            index = index - values[0] if values[0] else index
+            index = index - low if low else index
         ones = torch.ones(1, dtype=dtype, device=labels.device).expand_as(index)
         counts[rows] = counts[rows].zero_().scatter_add_(1, index, ones)
+    values = low + torch.arange(levels, dtype=torch.float64, device=labels.device) / scale
     counts = counts.to(torch.float64)
     relevant = counts[:, values >= threshold].sum(dim=1)
     return IdealLevels.of(values, counts, threshold), relevant
 
 
-def _label_values(labels: torch.Tensor) -> torch.Tensor | None:
-    """Candidate distinct values of ``labels``, ascending, or None if there are too many."""
+def _label_grid(labels: torch.Tensor) -> tuple[float, float, int] | None:
+    """``(low, scale, levels)``: the labels' lowest value, and the grid ``low + j / scale``
+    (``j < levels``) that a sample of them lies on (every label is checked as it is counted);
+    None where that grid would hold more than ``_MAX_LEVELS`` values."""
+    low, high = (value.item() for value in torch.aminmax(labels))
     if not labels.is_floating_point():
-        low, high = (int(value) for value in torch.aminmax(labels))
-        if high - low >= _MAX_LEVELS:
-            return None
-        return torch.arange(low, high + 1, device=labels.device)
+        return (int(low), 1.0, int(high) - int(low) + 1) if high - low < _MAX_LEVELS else None
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
     flat = labels.reshape(-1)
-    values = torch.unique(flat[:: max(1, flat.numel() // 2**16)])
-    return values if values.numel() <= _MAX_LEVELS and bool(values.isfinite().all()) else None
+    sample = torch.unique(flat[:: max(1, flat.numel() // 2**16)]).to(torch.float64) - low
+    for scale in (1.0, 2.0, 4.0, 8.0, 16.0):
+        levels = (high - low) * scale + 1
+        if levels > _MAX_LEVELS:
+            return None
+        if levels == int(levels) and not bool(torch.frac(sample * scale).any()):
+            return low, scale, int(levels)
+    return None
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
