@@ -330,3 +330,24 @@ def test_update_never_writes_to_its_inputs(ties, dtype):
         group = RankingMetrics({**metrics, "rprec": RPrecision(ties=ties)})
         group.update((y_pred, y))
         assert torch.equal(y_pred, before[0]) and torch.equal(y, before[1])
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+@pytest.mark.parametrize("score_dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("offset", [0, -7, 10**6, 2**40])
+def test_label_policies_sort_rows_by_score_then_label_then_index(ties, score_dtype, offset):
+    # Quantized scores leave the key's low bits 0 (the label goes there, int32/int16 sort);
+    # continuous ones do not (an int64 key); labels far from 0 must not wrap in either.
+    generator = torch.Generator().manual_seed(offset % 97)
+    for scores in (
+        (torch.randn(3, 300, generator=generator) * 4).round() / 4,
+        torch.randn(3, 300, generator=generator),
+    ):
+        scores = scores.to(score_dtype)
+        labels = torch.randint(0, 3, (3, 300), generator=generator) + offset
+        got = ranking._sorted_rows(scores, ties, labels)
+        sign = -1 if ties == "optimistic" else 1
+        for row in range(3):
+            s, y = scores[row].tolist(), labels[row].tolist()
+            expected = sorted(range(300), key=lambda i: (-s[i], sign * y[i], i))
+            assert got[row].tolist() == expected

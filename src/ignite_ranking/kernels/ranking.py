@@ -250,8 +250,9 @@ def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) ->
         combined = key.clone()
     else:
         combined = key.to(torch.int64) << shift
-    labels = labels.to(combined.dtype)
-    return combined.add_(labels - low if higher_first else high - labels)
+    labels = labels.to(torch.int64)
+    rank = labels - low if higher_first else high - labels  # < 2**shift, so it fits the key
+    return combined.add_(rank.to(combined.dtype))
 
 
 _KEY_DTYPES = {
