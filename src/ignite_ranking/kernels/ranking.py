@@ -404,44 +404,45 @@ def _label_levels(
     grid = _label_grid(labels)
     if grid is None:
         return None, None
-    low, scale, levels = grid
+    first, scale, levels = grid
     dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
     counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
     for rows in _row_slices(batch, num_items):
         chunk = labels[rows]
         if chunk.is_floating_point():
-            steps = (chunk.to(torch.float64) - low).mul_(scale)
+            steps = chunk * scale  # a power of two: exact
             if bool(torch.frac(steps).any()):
                 return None, None  # a label off the grid
             index = steps.to(torch.int64)
         else:
             index = chunk.to(torch.int64)  # the labels themselves if int64: never written
-            index = index - low if low else index
+        index = index - first if first else index
         ones = torch.ones(1, dtype=dtype, device=labels.device).expand_as(index)
         counts[rows] = counts[rows].zero_().scatter_add_(1, index, ones)
-    values = low + torch.arange(levels, dtype=torch.float64, device=labels.device) / scale
+    values = (first + torch.arange(levels, dtype=torch.float64, device=labels.device)) / scale
     counts = counts.to(torch.float64)
     relevant = counts[:, values >= threshold].sum(dim=1)
     return IdealLevels.of(values, counts, threshold), relevant
 
 
-def _label_grid(labels: torch.Tensor) -> tuple[float, float, int] | None:
-    """``(low, scale, levels)``: the labels' lowest value, and the grid ``low + j / scale``
-    (``j < levels``) that a sample of them lies on (every label is checked as it is counted);
-    None where that grid would hold more than ``_MAX_LEVELS`` values."""
+def _label_grid(labels: torch.Tensor) -> tuple[int, float, int] | None:
+    """``(first, scale, levels)``: the grid of values ``(first + j) / scale``, ``j < levels``,
+    from the lowest label to the highest, that a sample of the labels lies on (``scale`` 1 for
+    integer labels, else the least of 1, 2, 4, 8, 16; every label is checked as it is
+    counted); None where it would hold more than ``_MAX_LEVELS`` values."""
     low, high = (value.item() for value in torch.aminmax(labels))
     if not labels.is_floating_point():
         return (int(low), 1.0, int(high) - int(low) + 1) if high - low < _MAX_LEVELS else None
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
     flat = labels.reshape(-1)
-    sample = torch.unique(flat[:: max(1, flat.numel() // 2**16)]).to(torch.float64) - low
+    sample = torch.unique(flat[:: max(1, flat.numel() // 2**16)]).to(torch.float64)
     for scale in (1.0, 2.0, 4.0, 8.0, 16.0):
         levels = (high - low) * scale + 1
         if levels > _MAX_LEVELS:
             return None
-        if levels == int(levels) and not bool(torch.frac(sample * scale).any()):
-            return low, scale, int(levels)
+        if (low * scale).is_integer() and not bool(torch.frac(sample * scale).any()):
+            return int(low * scale), scale, int(levels)
     return None
 
 
