@@ -384,28 +384,25 @@ def expected_average_precision(
     if depth == 0:
         return torch.zeros(batch, len(cutoffs), dtype=torch.float64, device=device)
     sizes, r = blocks.block_size, blocks.block_relevant  # 0 past each row's last block
-    n = sizes.clamp(min=1.0)
-    ends = sizes.cumsum(dim=1)
-    starts = (ends - sizes).clamp_(max=depth)  # the slots past the last block start at its end
-    above = r.cumsum(dim=1).sub_(r)
-    p = r / n
-    q = r * (r - 1.0) / (n * (n - 1.0)).clamp_(min=1.0)
-    slope = p.mul_(above.add_(1.0)).sub_(q * (starts + 1.0))  # p (1 + H) - q (s + 1)
     ranks = torch.arange(1, depth + 1, dtype=torch.float64, device=device)
     harmonic = torch.nn.functional.pad(ranks.reciprocal().cumsum(dim=0), (1, 0))
-
-    def within(end, start, slope, q):  # the sum over ranks start + 1 .. end of each block
-        span = harmonic[end.long()] - harmonic[start.long()]
-        return slope * span + q * (end - start)
-
-    # The last ranked block may continue below the depth: its whole sum is never read.
-    whole = within(ends.clamp(max=depth), starts, slope, q)
+    # Blocks are consecutive: each starts where the one before ends (the last is cut at the depth).
+    ends = sizes.cumsum(dim=1).clamp_(max=depth)
+    starts = torch.nn.functional.pad(ends[:, :-1], (1, 0))
+    h_end = harmonic[ends.long()]
+    h_start = torch.nn.functional.pad(h_end[:, :-1], (1, 0))
+    n = sizes.clamp(min=1.0)
+    q = (r - 1.0).mul_(r).div_((n - 1.0).mul_(n).clamp_(min=1.0))
+    # p (1 + H) - q (s + 1), with p = r / n and H the relevant items of the blocks above.
+    slope = r.cumsum(dim=1).sub_(r).add_(1.0).mul_(r).div_(n).sub_((starts + 1.0).mul_(q))
+    whole = (h_end - h_start).mul_(slope).add_((ends - starts).mul_(q))
     before = torch.nn.functional.pad(whole.cumsum(dim=1), (1, 0))
     # Each cutoff: the whole blocks above its block, and the part of its block within it.
     limits = [min(k, depth) for k in cutoffs]
     slot = blocks.block_id[:, [k - 1 for k in limits]]
-    end = torch.tensor(limits, dtype=torch.float64, device=device).expand_as(slot)
     pick = lambda t: t.gather(1, slot)  # noqa: E731
-    summed = pick(before) + within(end, pick(starts), pick(slope), pick(q))
+    end = torch.tensor(limits, dtype=torch.float64, device=device)
+    partial = (harmonic[end.long()] - pick(h_start)) * pick(slope) + pick(q) * (end - pick(starts))
+    summed = pick(before) + partial
     safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))
     return torch.where(num_relevant[:, None] > 0, summed / safe[:, None], torch.zeros_like(summed))
