@@ -41,7 +41,7 @@ from common import (
     verdict,
 )
 
-from ignite_ranking import MRR, NDCG, RankingMetrics, Recall, RPrecision
+from ignite_ranking import MAP, MRR, NDCG, HitRate, Precision, RankingMetrics, Recall, RPrecision
 
 FULL = (256, 100_000)
 QUICK = (8, 2_000)
@@ -88,6 +88,23 @@ def half_relevant(batch, items, gen):
 def quantized_half_relevant(batch, items, gen):
     y = (torch.rand(batch, items, generator=gen) < 0.5).to(torch.int64)
     return (continuous_scores(batch, items, gen) * 4).round() / 4, y
+
+
+def half_relevant_float_labels(batch, items, gen):
+    y_pred, y = half_relevant(batch, items, gen)
+    return y_pred, y.to(torch.float32)
+
+
+def half_relevant_grades(batch, items, gen):
+    """Half the items relevant, of grades 1-9 (ten label values)."""
+    y_pred, y = half_relevant(batch, items, gen)
+    return y_pred, y * torch.randint(1, 10, y.shape, generator=gen)
+
+
+def half_relevant_half_grades(batch, items, gen):
+    """Float grades 0.5, 1.0, 1.5 on the relevant half (relevant from 1.0 up: two grades)."""
+    y_pred, y = half_relevant(batch, items, gen)
+    return y_pred, y * torch.randint(1, 4, y.shape, generator=gen) * 0.5
 
 
 def rising(batch, items, gen):
@@ -180,10 +197,41 @@ CASES = [
         )
         for ties in ("first", "optimistic", "average")
     ),
+    *(
+        Case(
+            f"MRR+NDCG+Recall@50,000, 50% relevant, quantized scores, {ties}",
+            quantized_half_relevant,
+            trio([50_000], ties),
+            fixed(50_000),
+        )
+        for ties in ("average", "optimistic")
+    ),
     Case(
-        "MRR+NDCG+Recall@50,000, 50% relevant, quantized scores, average",
-        quantized_half_relevant,
+        "MRR+NDCG+Recall@50,000, 50% relevant, float labels, first",
+        half_relevant_float_labels,
+        trio([50_000], "first"),
+        fixed(50_000),
+    ),
+    Case(
+        "MRR+NDCG+Recall@50,000, 50% relevant, grades 1-9, average",
+        half_relevant_grades,
         trio([50_000], "average"),
+        fixed(50_000),
+    ),
+    Case(
+        "MRR+NDCG+Recall@50,000, 50% relevant, grades 0.5-1.5, average",
+        half_relevant_half_grades,
+        trio([50_000], "average"),
+        fixed(50_000),
+    ),
+    Case(
+        "MAP+Precision+HitRate@50,000, 50% relevant, average",
+        half_relevant,
+        lambda: RankingMetrics(
+            map=MAP([50_000], ties="average"),
+            precision=Precision([50_000], ties="average"),
+            hit=HitRate([50_000], ties="average"),
+        ),
         fixed(50_000),
     ),
     Case("scores rising along each row, MRR", rising, lambda: MRR(TOP_K), fixed(100)),

@@ -111,3 +111,34 @@ def test_linear_gain_refuses_a_threshold_whose_gains_overflow():
     y = torch.tensor([[-math.inf, 2.0, -1.0]])
     value = F.ndcg(torch.tensor([[0.9, 0.5, 0.1]]), y, [3], -math.inf).item()
     assert value == pytest.approx(query_values([0.9, 0.5, 0.1], y[0].tolist(), "ndcg", [3], -math.inf)[0])
+
+
+@pytest.mark.parametrize("ties", ["first", "optimistic", "average"])
+@pytest.mark.parametrize("gain_function", GAINS)
+@pytest.mark.parametrize(
+    "low, high, threshold",
+    [
+        (-2, 2, -1.5),
+        (-2, 2, 0.0),
+        (0, 1, 1.0),
+        (0, 3, 2.0),
+        (0, 3, 3.0),
+        (-4, 0, -3.0),
+        (998, 1002, 1000.0),
+        (998, 1002, 1002.0),
+    ],
+)
+def test_deep_cutoffs_of_few_valued_integer_labels_count_the_ideal_runs(
+    low, high, threshold, gain_function, ties
+):
+    # A deep ranking of integer labels of at most five values takes IDCG from the runs of
+    # each label (kernels.batch.IdealLevels), never laying the ideal ranking out; with one
+    # relevant value, DCG is its gain times the discounted relevance.
+    generator = torch.Generator().manual_seed(low + 10 * high)
+    y_pred, y = _tied_batch(generator, low, high, batch=8, num_items=9)
+    y[0] = low  # one value only
+    labels = y.to(torch.int64)
+    got = F.ndcg(y_pred, labels, KS, threshold, gain_function, ties=ties)
+    expected = _reference(y_pred, y, threshold, gain_function, ties)
+    assert got.tolist() == [pytest.approx(row, rel=1e-12, abs=1e-14) for row in expected]
+    assert torch.allclose(got, F.ndcg(y_pred, y, KS, threshold, gain_function, ties=ties), rtol=1e-13, atol=0)

@@ -130,3 +130,75 @@ def test_unknown_policy_is_refused():
         MRR(1, ties="random")
     with pytest.raises(ValueError, match="ties must be one of"):
         F.precision(torch.zeros(1, 2), torch.zeros(1, 2), 1, ties="trec")
+
+
+def _expected_by_linearity(scores, labels, cutoffs, threshold):
+    """Expected hits and DCG (exp gains) within each cutoff, under uniformly random orders of
+    each tied block: by linearity, each rank of a block holds its mean relevance and gain."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    mean_relevant, mean_gain = [], []
+    for _, block in itertools.groupby(order, key=lambda i: scores[i]):
+        block = list(block)
+        relevant = [labels[i] >= threshold for i in block]
+        gains = sum(2.0 ** labels[i] - 1.0 for i, hit in zip(block, relevant, strict=True) if hit)
+        mean_relevant += [sum(relevant) / len(block)] * len(block)
+        mean_gain += [gains / len(block)] * len(block)
+    hits = [math.fsum(mean_relevant[:k]) for k in cutoffs]
+    dcg = [math.fsum(g / math.log2(i + 2) for i, g in enumerate(mean_gain[:k])) for k in cutoffs]
+    return hits, dcg
+
+
+@pytest.mark.parametrize("cutoffs", [[1, 10, 700, 1500], [1, 10, 300], [2000]])
+def test_average_over_a_few_large_blocks_sums_the_block_slots(cutoffs):
+    # Five score values over 2,000 items: the expected sums are taken over the block slots
+    # (TieBlocks.sums_to_cutoffs), deep (whole rows sorted) and shallow (torch.topk) alike.
+    from ignite_ranking.kernels import rank_batch
+
+    generator = torch.Generator().manual_seed(len(cutoffs))
+    y_pred = torch.randint(0, 5, (4, 2000), generator=generator).to(torch.float32)
+    y = torch.randint(0, 4, (4, 2000), generator=generator)
+    y[1] = 0  # a row without relevant items
+    ranked = rank_batch(y_pred, y, cutoffs[-1], relevance_threshold=2, ties="average", ideal=True)
+    assert ranked.blocks.few_blocks(cutoffs)
+    discount = 1.0 / torch.log2(torch.arange(2, ranked.depth + 2, dtype=torch.float64))
+    hits, dcg = ranked.hits(cutoffs), ranked.dcg("exp_rank", cutoffs, discount)
+    for row in range(4):
+        expected_hits, expected_dcg = _expected_by_linearity(
+            y_pred[row].tolist(), y[row].tolist(), cutoffs, 2
+        )
+        assert hits[row].tolist() == pytest.approx(expected_hits, rel=1e-12, abs=1e-12)
+        assert dcg[row].tolist() == pytest.approx(expected_dcg, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("levels", [3, 20, 40, 1000])
+def test_block_counts_from_boundaries_or_slots_equal_counting_each_block(levels):
+    # Few blocks are counted from where they start and end, many by adding each position to
+    # its slot (kernels.ties._count_blocks); both equal counting them one by one.
+    from ignite_ranking.kernels.ties import _count_blocks
+
+    generator = torch.Generator().manual_seed(levels)
+    values = torch.randint(0, levels, (5, 400), generator=generator).sort(dim=1, descending=True).values
+    relevant = (torch.rand(5, 400, generator=generator) < 0.3).to(torch.float64)
+    new_block = torch.ones_like(values, dtype=torch.bool)
+    new_block[:, 1:] = values[:, 1:] != values[:, :-1]
+    block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
+    size, hits = _count_blocks(block_id, new_block, relevant)
+    for row in range(5):
+        blocks = [
+            list(group) for _, group in itertools.groupby(range(400), key=lambda i: int(values[row, i]))
+        ]
+        assert size[row, : len(blocks)].tolist() == [len(block) for block in blocks]
+        assert hits[row, : len(blocks)].tolist() == [
+            sum(relevant[row, i].item() for i in block) for block in blocks
+        ]
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (0, 5)])
+def test_block_counts_of_an_empty_ranking(shape):
+    from ignite_ranking.kernels.ties import _count_blocks
+
+    block_id = torch.zeros(shape, dtype=torch.int64)
+    size, hits = _count_blocks(
+        block_id, torch.ones(shape, dtype=torch.bool), torch.zeros(shape, dtype=torch.float64)
+    )
+    assert size.shape[0] == hits.shape[0] == shape[0]

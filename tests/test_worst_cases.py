@@ -15,9 +15,10 @@ import pytest
 import torch
 from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
 
-from ignite_ranking import RankingMetrics, RPrecision
+from ignite_ranking import MRR, NDCG, RankingMetrics, Recall, RPrecision
 from ignite_ranking import functional as F
 from ignite_ranking.kernels import boundary, ranking, top_indices
+from ignite_ranking.kernels.inputs import comparable_labels
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
 METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision"]
@@ -274,16 +275,79 @@ def test_label_policies_order_by_score_then_label_then_index(path, ties, labels_
         (0, 1, torch.bool),
         *(
             (low, high, dtype)
-            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9)]
-            for dtype in (torch.int8, torch.int32, torch.int64)
+            for low, high in [(0, 1), (-2, 2), (0, 3), (0, 9), (-30, 34), (0, 100)]
+            for dtype in (torch.int8, torch.int32, torch.int64, torch.float16, torch.float64)
         ),
     ],
 )
-def test_largest_labels_of_a_deep_cutoff_equal_topk(low, high, dtype):
+def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
     rng = np.random.default_rng(81)
     labels = torch.from_numpy(rng.integers(low, high + 1, (6, 50))).to(dtype)
     labels[0] = low  # one level only
-    labels = labels.view(torch.uint8) if dtype == torch.bool else labels
-    for k in (13, 49, 50):
-        expected = torch.topk(labels, k, dim=1).values
-        assert torch.equal(ranking._largest_labels(labels, k), expected)
+    for given in (low - 1, low, (low + high) // 2, high, high + 1):
+        labels, threshold = comparable_labels(labels, float(given))
+        best = torch.topk(labels, 50).values
+        expected_labels, expected_relevant = ranking.ideal_order(labels, threshold, best)
+        expected_count = (labels >= threshold).sum(dim=1).to(torch.float64)
+        for k in (13, 49, 50):
+            levels, relevant = ranking._label_levels(labels, threshold, k)
+            if high - low >= ranking._MAX_LEVELS or k < 50 // 4:
+                assert levels is None
+                continue
+            ideal_labels, ideal_relevant = levels.expand(k)
+            assert torch.equal(ideal_labels, expected_labels[:, :k])
+            assert torch.equal(ideal_relevant, expected_relevant[:, :k])
+            assert torch.equal(relevant, expected_count)
+
+
+@pytest.mark.parametrize("odd", [0.3, 0.125, math.inf, -math.inf])
+def test_float_labels_off_the_grid_of_a_sample_are_ranked_for_the_ideal_order(odd):
+    # Labels on the grid of multiples of 1/2 are counted (also 1.5, which no label holds);
+    # one label off it (in no sample of every 4th label) makes the kernel rank them.
+    generator = torch.Generator().manual_seed(3)
+    labels = torch.tensor([0.0, 0.5, 1.0, 2.5])[torch.randint(0, 4, (2, 2**17), generator=generator)]
+    levels, relevant = ranking._label_levels(labels, 1.0, 2**17)
+    assert levels.labels.tolist() == [2.5, 2.0, 1.5, 1.0, 0.5, 0.0]
+    expected = ranking.ideal_order(labels, 1.0, torch.topk(labels, 2**17).values)
+    assert all(torch.equal(a, b) for a, b in zip(levels.expand(2**17), expected, strict=True))
+    assert torch.equal(relevant, (labels >= 1.0).sum(dim=1).to(torch.float64))
+    labels[1, 5] = odd
+    assert ranking._label_levels(labels, 1.0, 2**17) == (None, None)
+
+
+@pytest.mark.parametrize("ties", ["first", "last", "optimistic", "pessimistic", "average"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bool, torch.float32])
+def test_update_never_writes_to_its_inputs(ties, dtype):
+    generator = torch.Generator().manual_seed(5)
+    y_pred = torch.randint(0, 4, (6, 40), generator=generator).to(torch.float32)
+    y = torch.randint(-2 if dtype != torch.bool else 0, 3, (6, 40), generator=generator).to(dtype)
+    before = (y_pred.clone(), y.clone())
+    for top_k in ([3], [30]):  # by torch.topk, and by sorting whole rows
+        metrics = {
+            name: build(top_k, ties=ties)
+            for name, build in (("mrr", MRR), ("ndcg", NDCG), ("recall", Recall))
+        }
+        group = RankingMetrics({**metrics, "rprec": RPrecision(ties=ties)})
+        group.update((y_pred, y))
+        assert torch.equal(y_pred, before[0]) and torch.equal(y, before[1])
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+@pytest.mark.parametrize("score_dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("offset", [0, -7, 10**6, 2**40])
+def test_label_policies_sort_rows_by_score_then_label_then_index(ties, score_dtype, offset):
+    # Quantized scores leave the key's low bits 0 (the label goes there, int32/int16 sort);
+    # continuous ones do not (an int64 key); labels far from 0 must not wrap in either.
+    generator = torch.Generator().manual_seed(offset % 97)
+    for scores in (
+        (torch.randn(3, 300, generator=generator) * 4).round() / 4,
+        torch.randn(3, 300, generator=generator),
+    ):
+        scores = scores.to(score_dtype)
+        labels = torch.randint(0, 3, (3, 300), generator=generator) + offset
+        got = ranking._sorted_rows(scores, ties, labels)
+        sign = -1 if ties == "optimistic" else 1
+        for row in range(3):
+            s, y = scores[row].tolist(), labels[row].tolist()
+            expected = sorted(range(300), key=lambda i: (-s[i], sign * y[i], i))
+            assert got[row].tolist() == expected

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from .ties import TieBlocks
 
-__all__ = ["GAIN_FUNCTIONS", "RankedBatch", "check_gain_function", "gain", "ideal_order"]
+__all__ = [
+    "GAIN_FUNCTIONS",
+    "IdealLevels",
+    "RankedBatch",
+    "check_gain_function",
+    "gain",
+    "ideal_order",
+    "sum_to_cutoffs",
+]
 
 GAIN_FUNCTIONS = ("exp_rank", "linear_rank")
 # Beyond these a row's gains are scaled (see ``gain``): below them, a sum of up to 2**62 gains
@@ -68,6 +77,19 @@ def gain(
     return torch.where(relevant, values, 0.0)
 
 
+def sum_to_cutoffs(
+    per_rank: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Cumulative sums of ``per_rank`` (times ``weights``, one per rank, if given) read at each
+    cutoff: ``(batch, len(cutoffs))``; a cutoff beyond the ranks sums them all. One sequential
+    sum along the ranks, so a cutoff's value does not depend on the other cutoffs asked for."""
+    batch, depth = per_rank.shape
+    if depth == 0:
+        return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
+    cumulative = (per_rank * weights).cumsum_(dim=1) if weights is not None else per_rank.cumsum(dim=1)
+    return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
+
+
 def ideal_order(
     labels: torch.Tensor, threshold: float | int, best: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,6 +117,70 @@ def ideal_order(
 
 
 @dataclass
+class IdealLevels:
+    """Each row's ideal ranking as runs of equal labels, for integer labels of a few values.
+
+    A deep ideal ranking of such labels is a few runs; held as their lengths, IDCG needs no
+    ``(batch, K)`` arrays (:meth:`at_cutoffs`), and :meth:`expand` lays the runs out for the
+    scorers that read the ideal ranking rank by rank.
+
+    Attributes:
+        labels: ``(L,)`` float64 label of each run, in the order of :func:`ideal_order` (below a
+            negative threshold, non-relevant labels read as 0, relevant with gain 0).
+        relevant: ``(L,)`` bool, ``labels >= threshold``.
+        counts: ``(batch, L)`` float64 length of each run in each row (items of that label).
+        single: the one relevant label when only one label value is relevant (binary
+            relevance), else None: every relevant item then has the same gain.
+    """
+
+    labels: torch.Tensor
+    relevant: torch.Tensor
+    counts: torch.Tensor
+    single: float | None = None
+
+    @classmethod
+    def of(cls, values: torch.Tensor, counts: torch.Tensor, threshold: float | int) -> IdealLevels:
+        """Runs of ``values`` (``(L,)`` distinct labels) with ``counts`` items each, in ideal order."""
+        key = values.to(torch.float64)
+        if threshold < 0:
+            key = torch.where(key >= threshold, key, 0.0)
+        order = key.argsort(descending=True, stable=True)
+        key = key[order]
+        relevant_values = values[values >= threshold].tolist()
+        single = float(relevant_values[0]) if len(relevant_values) == 1 else None
+        return cls(key, key >= threshold, counts[:, order], single)
+
+    def top(self) -> torch.Tensor:
+        """``(batch,)`` the first label of each row's ideal ranking (its largest gain)."""
+        first = (self.counts > 0).to(torch.uint8).argmax(dim=1)
+        return self.labels[first]
+
+    def expand(self, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(batch, depth)`` float64 labels and 1.0/0.0 relevance of the ideal ranking."""
+        positions = torch.arange(depth, dtype=torch.float64, device=self.counts.device)
+        run = torch.zeros(self.counts.shape[0], depth, dtype=torch.int64, device=self.counts.device)
+        for end in self.counts.cumsum(dim=1)[:, :-1].unbind(dim=1):
+            run += positions >= end[:, None]
+        return self.labels[run], self.relevant[run].to(torch.float64)
+
+    def at_cutoffs(self, gains: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: the ideal ranking's sums of gain times weight to each cutoff.
+
+        Args:
+            gains: ``(batch, L)`` the gain of each run's label in each row.
+            cutoffs: positive ints; a cutoff beyond ``len(weights)`` sums them all.
+            weights: ``(K,)`` float64 weight of each rank.
+        """
+        summed = torch.nn.functional.pad(weights.cumsum(dim=0), (1, 0))
+        depth = weights.shape[0]
+        limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=gains.device)
+        ends = self.counts.cumsum(dim=1)[:, :, None]
+        starts = ends - self.counts[:, :, None]
+        within = summed[ends.minimum(limits).long()] - summed[starts.minimum(limits).long()]
+        return (gains[:, :, None] * within).sum(dim=1)
+
+
+@dataclass
 class RankedBatch:
     """What the per-query scorers need of one ranked batch; all values are float64.
 
@@ -108,6 +194,8 @@ class RankedBatch:
         ideal_labels: ``(batch, K)`` the labels of each row's K largest gains, descending (see
             :func:`ideal_order`), or None when the batch was ranked without ``ideal=True``.
         ideal_relevant: ``(batch, K)`` relevance of ``ideal_labels`` (1.0/0.0), or None.
+        ideal_levels: the ideal ranking as runs of equal labels, when the kernel counted them
+            instead (:class:`IdealLevels`); :meth:`ideal` lays them out when read rank by rank.
         blocks: the tied blocks under ``ties="average"``, else None.
         judged: ``(batch, K)`` 1.0 where the item at that rank is judged, 0.0 where it is not
             (absent from the judgements, or masked out); None when every item is judged (dense
@@ -130,6 +218,7 @@ class RankedBatch:
     num_relevant: torch.Tensor
     ideal_labels: torch.Tensor | None = None
     ideal_relevant: torch.Tensor | None = None
+    ideal_levels: IdealLevels | None = None
     blocks: TieBlocks | None = None
     judged: torch.Tensor | None = None
     num_nonrelevant: torch.Tensor | None = None
@@ -146,9 +235,26 @@ class RankedBatch:
 
     def _top(self) -> torch.Tensor | None:
         """``(batch,)`` each row's largest relevant label (for a row with any), or None."""
+        if self.ideal_levels is not None and self.depth:
+            return self.ideal_levels.top()
         if self.ideal_labels is None or self.ideal_labels.shape[1] == 0:
             return None
         return self.ideal_labels[:, 0]
+
+    def ideal(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``ideal_labels`` and ``ideal_relevant``, laid out from ``ideal_levels`` if need be."""
+        if self.ideal_labels is None and self.ideal_levels is not None:
+            self.ideal_labels, self.ideal_relevant = self.ideal_levels.expand(self.depth)
+        if self.ideal_labels is None or self.ideal_relevant is None:
+            raise RuntimeError("this batch was ranked without ideal=True")
+        return self.ideal_labels, self.ideal_relevant
+
+    def _gain_of(self, gain_function: str):
+        """``gain_of(labels, relevant, rows)`` of :class:`~.ties.TieBlocks`, scaled as :meth:`gains`."""
+        top = self._top()
+        return lambda labels, relevant, rows: gain(
+            labels, relevant, gain_function, None if top is None else top[rows]
+        )
 
     def gains(self, gain_function: str) -> torch.Tensor:
         """``(batch, K)`` gain of the item at each rank (its expected gain under ``"average"``).
@@ -158,25 +264,61 @@ class RankedBatch:
         """
         key = ("ranked", gain_function)
         if key not in self._gain_cache:
-            top = self._top()
             if self.blocks is not None:
-                self._gain_cache[key] = self.blocks.mean_gains(
-                    lambda labels, relevant, rows: gain(
-                        labels, relevant, gain_function, None if top is None else top[rows]
-                    )
-                )
+                blocks = self.blocks
+                self._gain_cache[key] = blocks.read_back(blocks.gain_totals(self._gain_of(gain_function)))
             else:
+                top = self._top()
                 top = None if top is None else top[:, None]
                 self._gain_cache[key] = gain(self.labels, self.relevant > 0, gain_function, top)
         return self._gain_cache[key]
 
-    def ideal_gains(self, gain_function: str) -> torch.Tensor:
-        """``(batch, K)`` the K largest gains of each row, descending, scaled as :meth:`gains`."""
-        if self.ideal_labels is None or self.ideal_relevant is None:
-            raise RuntimeError("this batch was ranked without ideal=True")
-        key = ("ideal", gain_function)
-        if key not in self._gain_cache:
-            top = self._top()
-            top = None if top is None else top[:, None]
-            self._gain_cache[key] = gain(self.ideal_labels, self.ideal_relevant > 0, gain_function, top)
-        return self._gain_cache[key]
+    def dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: :meth:`gains` times ``discount`` (one weight per rank),
+        summed to each cutoff; from the block slots when a batch has few tied blocks.
+
+        When one label value alone is relevant (``ideal_levels.single``), every relevant item
+        gains the same: DCG is that gain times the discounted relevance, and no gain is computed
+        per rank.
+        """
+        blocks = self.blocks
+        few = blocks is not None and blocks.few_blocks(cutoffs)
+        single = self.ideal_levels.single if self.ideal_levels is not None else None
+        if single is not None:
+            per_rank = blocks.block_relevant if few else self.relevant
+        elif few:
+            per_rank = blocks.gain_totals(self._gain_of(gain_function))
+        else:
+            per_rank = self.gains(gain_function)
+        sums = (
+            blocks.sums_to_cutoffs(per_rank, cutoffs, discount)
+            if few
+            else sum_to_cutoffs(per_rank, cutoffs, discount)
+        )
+        if single is None:
+            return sums
+        top = self._top()
+        value = torch.full_like(sums[:, :1], single)
+        relevant = torch.ones_like(value, dtype=torch.bool)
+        return sums * gain(value, relevant, gain_function, None if top is None else top[:, None])
+
+    def hits(self, cutoffs: Sequence[int]) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: the relevant items (expected under ``"average"``) within
+        each cutoff; from the block slots when a batch has few tied blocks."""
+        blocks = self.blocks
+        if blocks is not None and blocks.few_blocks(cutoffs):
+            return blocks.sums_to_cutoffs(blocks.block_relevant, cutoffs)
+        return sum_to_cutoffs(self.relevant, cutoffs)
+
+    def ideal_dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
+        """``(batch, len(cutoffs))`` the ideal ranking's gains (scaled as :meth:`gains`) times
+        ``discount`` (one weight per rank), summed to each cutoff."""
+        top = self._top()
+        top = None if top is None else top[:, None]
+        levels = self.ideal_levels
+        if levels is not None:
+            batch = levels.counts.shape[0]
+            labels, relevant = levels.labels.expand(batch, -1), levels.relevant.expand(batch, -1)
+            return levels.at_cutoffs(gain(labels, relevant, gain_function, top), cutoffs, discount)
+        labels, relevant = self.ideal()
+        return sum_to_cutoffs(gain(labels, relevant > 0, gain_function, top), cutoffs, discount)

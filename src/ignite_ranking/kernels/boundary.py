@@ -196,8 +196,9 @@ class BoundaryBlocks:
     _threshold: float | int
     _boundary: torch.Tensor
 
-    def gain_sums(self, gain_of: GainOf) -> torch.Tensor:
-        """float64 total gain of each block: ``gain_of(labels, relevant, rows)`` summed over it."""
+    def gain_sums(self, gain_of: GainOf, ranked: torch.Tensor | None = None) -> torch.Tensor:
+        """float64 total gain of each block: ``gain_of(labels, relevant, rows)`` summed over it
+        (every item is read here, so the gain of the ranked ones, ``ranked``, is not needed)."""
         sums = torch.zeros(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
         position = _position_of(self.rows, self._scores.shape[0])
         for chunk_rows, take, target in row_chunks(self._scores, self._boundary, self.rows):

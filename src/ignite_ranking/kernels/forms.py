@@ -430,7 +430,7 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         tail = boundary_blocks(scores, listed, threshold, at, none)
         blocks = tie_blocks(scores, order, listed.gather(1, order).to(_F64), relevant, tail)
         ranked.blocks = blocks
-        ranked.relevant = blocks.relevant / blocks.size
+        ranked.relevant = blocks.read_back(blocks.block_relevant)
     return ranked
 
 

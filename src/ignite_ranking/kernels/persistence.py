@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .batch import RankedBatch
+from .batch import RankedBatch, sum_to_cutoffs
 from .judged import judged_flags, retrieved_counts
 
 __all__ = ["expected_reciprocal_rank", "normalized_err", "rank_biased_precision", "rbp_residual"]
@@ -30,15 +30,6 @@ def _check_p(p: float) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise ValueError(f"p (RBP's persistence) must be a number in (0, 1), got {p!r}")
     return float(p)
-
-
-def _columns(cutoffs: Sequence[int], depth: int, device: torch.device) -> torch.Tensor:
-    return torch.tensor([min(k, depth) for k in cutoffs], device=device)
-
-
-def _at_cutoffs(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
-    cumulative = torch.nn.functional.pad(per_rank.cumsum(dim=1), (1, 0))
-    return cumulative[:, _columns(cutoffs, per_rank.shape[1], per_rank.device)]
 
 
 def _weights(depth: int, p: float, device: torch.device) -> torch.Tensor:
@@ -70,7 +61,7 @@ def rank_biased_precision(
     """
     p = _check_p(p)
     values = ranked.relevant if gains is None else gains
-    return (1.0 - p) * _at_cutoffs(values * _weights(ranked.depth, p, values.device), cutoffs)
+    return (1.0 - p) * sum_to_cutoffs(values, cutoffs, _weights(ranked.depth, p, values.device))
 
 
 def rbp_residual(ranked: RankedBatch, cutoffs: Sequence[int], p: float = 0.9) -> torch.Tensor:
@@ -90,8 +81,8 @@ def rbp_residual(ranked: RankedBatch, cutoffs: Sequence[int], p: float = 0.9) ->
     positions = torch.arange(ranked.depth, device=device)
     real = positions[None, :] < retrieved_counts(ranked)[:, None]
     unjudged = (real & ~judged_flags(ranked)).to(torch.float64)
-    open_weight = (1.0 - p) * _at_cutoffs(unjudged * _weights(ranked.depth, p, device), cutoffs)
-    any_unjudged = _at_cutoffs(unjudged, cutoffs) > 0
+    open_weight = (1.0 - p) * sum_to_cutoffs(unjudged, cutoffs, _weights(ranked.depth, p, device))
+    any_unjudged = sum_to_cutoffs(unjudged, cutoffs) > 0
     ks = torch.tensor(cutoffs, dtype=torch.float64, device=device)
     shown = torch.minimum(ks[None, :], retrieved_counts(ranked)[:, None])
     return torch.where(any_unjudged, p**shown + open_weight, torch.zeros_like(open_weight))
@@ -105,7 +96,7 @@ def _stop_probability(labels: torch.Tensor, relevant: torch.Tensor, max_grade: f
 def _err(stop: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
     reach = torch.nn.functional.pad(torch.cumprod(1.0 - stop, dim=1)[:, :-1], (1, 0), value=1.0)
     ranks = torch.arange(1, stop.shape[1] + 1, dtype=torch.float64, device=stop.device)
-    return _at_cutoffs(reach * stop / ranks, cutoffs)
+    return sum_to_cutoffs(reach * stop / ranks, cutoffs)
 
 
 def _check_max_grade(max_grade: float) -> float:
@@ -145,9 +136,8 @@ def normalized_err(ranked: RankedBatch, cutoffs: Sequence[int], max_grade: float
         >>> normalized_err(ranked, [2], max_grade=1).tolist()  # (1/2 * 1/2) / (1/2)
         [[0.5]]
     """
-    if ranked.ideal_labels is None or ranked.ideal_relevant is None:
-        raise RuntimeError("this batch was ranked without ideal=True")
+    ideal_labels, ideal_relevant = ranked.ideal()
     err = expected_reciprocal_rank(ranked, cutoffs, max_grade)
-    ideal = _err(_stop_probability(ranked.ideal_labels, ranked.ideal_relevant, float(max_grade)), cutoffs)
+    ideal = _err(_stop_probability(ideal_labels, ideal_relevant, float(max_grade)), cutoffs)
     safe = torch.where(ideal > 0, ideal, torch.ones_like(ideal))
     return torch.where(ideal > 0, err / safe, torch.zeros_like(err))

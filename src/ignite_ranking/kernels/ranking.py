@@ -7,7 +7,9 @@ Order: descending score; equal scores by the tie policy.
 - ``"last"``: higher index first.
 - ``"optimistic"`` / ``"pessimistic"``: higher / lower label first, then lower index first.
 - ``"average"``: ranked as ``"first"``, then every metric takes its expected value over all
-  orders of each tied block (see :mod:`ignite_ranking.kernels.ties`).
+  orders of each tied block (see :mod:`ignite_ranking.kernels.ties`); as no value reads the
+  order inside a block, whole rows sorted without keeping the indices leave it as an unstable
+  sort gives it.
 
 The kernel sorts whole rows only when the depth is at least a quarter of the row, where that is
 the cheaper exact kernel: a few rows at a time, on integer keys of the scores (:func:`order_key`;
@@ -22,12 +24,14 @@ are then ordered with stable sorts of ``(batch, k)`` values.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .batch import RankedBatch, ideal_order
-from .boundary import BoundaryBlocks, boundary_blocks, fill_tied_slots, rows_per_chunk
+from .batch import IdealLevels, RankedBatch, ideal_order
+from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
 from .inputs import comparable_labels, count_relevant
-from .ties import TieBlocks, sorted_blocks, tie_blocks
+from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
@@ -168,39 +172,35 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
                 indices[rows] = order
         return ranked_labels, relevant, indices, None
     blocks = TieBlocks(
-        start=torch.empty_like(relevant),
-        size=torch.empty_like(relevant),
-        relevant=torch.empty_like(relevant),
         block_id=torch.empty(batch, k, dtype=torch.int64, device=device),
+        block_size=torch.empty_like(relevant),
+        block_relevant=torch.empty_like(relevant),
         ranked_labels=ranked_labels,
         ranked_relevant=torch.empty(batch, k, dtype=torch.bool, device=device),
         tail=None,  # type: ignore[arg-type]  # set below
     )
-    tails = []
+    tails, written = [], []
     for rows in _row_slices(batch if k else 0, num_items):
-        values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=True)
+        # Expected values read each tied block whole, never the order inside it: only kept
+        # indices need the "first" order (a stable sort costs about 1.25x an unstable one).
+        values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=keep_indices)
         gather(rows, order[:, :k])
         if indices is not None:
             indices[rows] = order[:, :k]
-        hits = torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
-        outputs = (blocks.start[rows], blocks.size[rows], blocks.relevant[rows], blocks.block_id[rows])
-        crossing, tail_size, tail_relevant = sorted_blocks(
-            values, order, k, hits, labels[rows], threshold, outputs
-        )
-        boundary = scores[rows][crossing].gather(1, order[crossing, k - 1 : k]).squeeze(1)
-        tails.append((crossing + rows.start, tail_size, tail_relevant, boundary))
-    if tails:
-        crossing, tail_size, tail_relevant, tail_values = (
-            torch.cat(part) for part in zip(*tails, strict=True)
-        )
-    else:
-        crossing = torch.zeros(0, dtype=torch.int64, device=device)
-        tail_size = tail_relevant = torch.zeros(0, dtype=torch.float64, device=device)
-        tail_values = scores.new_zeros(0)
-    boundary = torch.zeros(batch, dtype=scores.dtype, device=device).index_copy(0, crossing, tail_values)
-    blocks.tail = BoundaryBlocks(crossing, tail_size, tail_relevant, scores, labels, threshold, boundary)
+        torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
+        outputs = (blocks.block_id[rows], blocks.block_size[rows], blocks.block_relevant[rows])
+        tail = sorted_blocks(values, order, k, relevant[rows], labels[rows], threshold, outputs)
+        tail.rows += rows.start
+        tails.append(tail)
+        written.append((rows, block_slots(blocks.block_id[rows])))
+    blocks.tail = SortedTail.concat(tails, device)
+    slots = block_slots(blocks.block_id)
+    blocks.block_size, blocks.block_relevant = blocks.block_size[:, :slots], blocks.block_relevant[:, :slots]
+    for rows, chunk_slots in written:  # slots no row of the chunk uses: 0, as TieBlocks says
+        blocks.block_size[rows, chunk_slots:] = 0.0
+        blocks.block_relevant[rows, chunk_slots:] = 0.0
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
-    return ranked_labels, torch.div(blocks.relevant, blocks.size, out=relevant), indices, blocks
+    return ranked_labels, blocks.read_back(blocks.block_relevant, out=relevant), indices, blocks
 
 
 def _row_slices(batch: int, num_items: int):
@@ -236,19 +236,27 @@ def _sorted_rows(scores, ties, labels):
 
 
 def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) -> torch.Tensor | None:
-    """One int64 key ordering by ``key``, then by label (higher first if ``higher_first``), or
+    """One integer key ordering by ``key``, then by label (higher first if ``higher_first``), or
     None where the two do not fit in 63 bits (a key wider than 32 bits, or labels that are not
     integers spanning less than 2**31): then two sorts order the rows.
+
+    The label's rank goes in the lowest bits. Where every key already has them 0 (scores of a few
+    significant bits, see :func:`order_key`) it is added to the key in place of them, and the key
+    keeps its width: an int32 key sorts faster than int64.
     """
     if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0:
         return None
-    labels = labels.to(torch.int64)
     low, high = (int(value) for value in torch.aminmax(labels))
     if high - low >= 2**31:
         return None
     shift = max(1, (high - low).bit_length())
-    rank = (labels - low) if higher_first else (high - labels)
-    return (key.to(torch.int64) << shift).add_(rank)
+    if shift < torch.iinfo(key.dtype).bits and not bool(key.bitwise_and((1 << shift) - 1).any()):
+        combined = key.clone()
+    else:
+        combined = key.to(torch.int64) << shift
+    labels = labels.to(torch.int64)
+    rank = labels - low if higher_first else high - labels  # < 2**shift, so it fits the key
+    return combined.add_(rank.to(combined.dtype))
 
 
 _KEY_DTYPES = {
@@ -263,9 +271,10 @@ def order_key(scores: torch.Tensor) -> torch.Tensor:
     """Integers of the scores' width in the order of ``scores``, equal exactly where they are.
 
     A stable sort compares integers faster than floats (on CPU about 1.3x for float32). The
-    IEEE bits of a float order the non-negative values as integers; flipping the magnitude bits
-    of the negative ones orders those too, below them. ``-0.0`` is first made ``0.0`` (they are
-    equal scores); NaN is not a score here.
+    IEEE bits of a float order the non-negative values as integers; negating the magnitude of
+    the negative ones orders those too, below them, and makes ``-0.0`` equal ``0.0``. A score
+    of few significant bits (such as a multiple of 0.25) keys an integer whose lowest bits are
+    0, which :func:`_with_labels` uses. NaN is not a score here.
 
     Example:
         >>> scores = torch.tensor([-1.5, 0.0, -0.0, float("inf"), -float("inf"), 2.0])
@@ -275,9 +284,11 @@ def order_key(scores: torch.Tensor) -> torch.Tensor:
     dtype = _KEY_DTYPES.get(scores.dtype)
     if dtype is None:
         return scores
-    bits = (scores + 0.0).view(dtype)
+    bits = scores.view(dtype)
     info = torch.iinfo(dtype)
-    return (bits >> (info.bits - 1)).bitwise_and_(info.max).bitwise_xor_(bits)
+    sign = bits >> (info.bits - 1)  # -1 for a negative score, else 0
+    # Two's complement: (m ^ -1) - (-1) == -m.
+    return bits.bitwise_and(info.max).bitwise_xor_(sign).sub_(sign)
 
 
 def _in_rank_order(scores, indices, ties, labels):
@@ -327,10 +338,14 @@ def rank_batch(
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
-    best = None
+    best = levels = None
     if ideal:
-        # One label more than the depth shows which rows have relevant items beyond it.
-        best = _largest_labels(labels, min(depth + 1, y.shape[1]))
+        levels, reached = _label_levels(labels, threshold, depth)
+        if levels is None:
+            # One label more than the depth shows which rows have relevant items beyond it.
+            best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
+        elif num_relevant is None:
+            num_relevant = reached if count else (reached > 0).to(torch.float64)
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
@@ -350,6 +365,7 @@ def rank_batch(
         batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
+    batch.ideal_levels = levels
     return batch
 
 
@@ -367,33 +383,71 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
         return ranked_labels, relevant.to(torch.float64), kept, None
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
-    return ranked_labels, blocks.relevant / blocks.size, kept, blocks
+    return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
 
 
-# Deep enough to sort whole rows, integer labels spanning at most this many values above the
-# lowest are laid out from counts instead (one count and one comparison per value).
-_FEW_LEVELS = 4
+# Deep enough to sort whole rows, labels on a grid of at most this many values are counted by
+# value instead of ranked (a histogram of each row).
+_MAX_LEVELS = 65
 
 
-def _largest_labels(labels: torch.Tensor, k: int) -> torch.Tensor:
-    """The ``k`` largest labels of each row, descending: ``(batch, k)`` in the labels' dtype.
+def _label_levels(
+    labels: torch.Tensor, threshold: float | int, k: int
+) -> tuple[IdealLevels | None, torch.Tensor | None]:
+    """Each row's ideal ranking as runs of equal labels, and its relevant items (float64).
 
-    A deep ``k`` of integer labels with few distinct values needs no selection: the label at
-    rank ``p`` is the lowest one plus the number of levels ``v`` above it that more than ``p``
-    labels of the row reach. Otherwise ``torch.topk``.
+    For a deep ``k`` of labels of a few values, the ideal ranking needs no selection: it is a
+    run of each value, as long as the count of that value in the row. Labels on a grid (the
+    integers, or multiples of 1/2, 1/4, ... for floating labels) from the lowest label to the
+    highest are counted by one histogram a few rows at a time. Otherwise ``(None, None)``: the
+    kernel takes the row's ``k`` largest labels by ``torch.topk``.
     """
     batch, num_items = labels.shape
-    if labels.is_floating_point() or not sorts_whole_rows(k, num_items) or labels.numel() == 0:
-        return top_k_rows(labels, k)[0]
-    low, high = (int(value) for value in torch.aminmax(labels))
-    if high - low > _FEW_LEVELS:
-        return top_k_rows(labels, k)[0]
-    best = torch.full((batch, k), low, dtype=labels.dtype, device=labels.device)
-    positions = torch.arange(k, device=labels.device)
-    for level in range(low + 1, high + 1):
-        reach = count_relevant(labels, level)
-        best += positions < reach[:, None]
-    return best
+    if not sorts_whole_rows(k, num_items) or labels.numel() == 0:
+        return None, None
+    grid = _label_grid(labels)
+    if grid is None:
+        return None, None
+    first, scale, levels = grid
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
+    counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
+    for rows in _row_slices(batch, num_items):
+        chunk = labels[rows]
+        if chunk.is_floating_point():
+            steps = chunk * scale  # a power of two: exact
+            if bool(torch.frac(steps).any()):
+                return None, None  # a label off the grid
+            index = steps.to(torch.int64)
+        else:
+            index = chunk.to(torch.int64)  # the labels themselves if int64: never written
+        index = index - first if first else index
+        ones = torch.ones(1, dtype=dtype, device=labels.device).expand_as(index)
+        counts[rows] = counts[rows].zero_().scatter_add_(1, index, ones)
+    values = (first + torch.arange(levels, dtype=torch.float64, device=labels.device)) / scale
+    counts = counts.to(torch.float64)
+    relevant = counts[:, values >= threshold].sum(dim=1)
+    return IdealLevels.of(values, counts, threshold), relevant
+
+
+def _label_grid(labels: torch.Tensor) -> tuple[int, float, int] | None:
+    """``(first, scale, levels)``: the grid of values ``(first + j) / scale``, ``j < levels``,
+    from the lowest label to the highest, that a sample of the labels lies on (``scale`` 1 for
+    integer labels, else the least of 1, 2, 4, 8, 16; every label is checked as it is
+    counted); None where it would hold more than ``_MAX_LEVELS`` values."""
+    low, high = (value.item() for value in torch.aminmax(labels))
+    if not labels.is_floating_point():
+        return (int(low), 1.0, int(high) - int(low) + 1) if high - low < _MAX_LEVELS else None
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    flat = labels.reshape(-1)
+    sample = torch.unique(flat[:: max(1, flat.numel() // 2**16)]).to(torch.float64)
+    for scale in (1.0, 2.0, 4.0, 8.0, 16.0):
+        levels = (high - low) * scale + 1
+        if levels > _MAX_LEVELS:
+            return None
+        if (low * scale).is_integer() and not bool(torch.frac(sample * scale).any()):
+            return int(low * scale), scale, int(levels)
+    return None
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from . import ties
-from .batch import RankedBatch
+from .batch import RankedBatch, sum_to_cutoffs
 
 __all__ = [
     "average_precision",
@@ -25,19 +25,6 @@ __all__ = [
     "recall",
     "reciprocal_rank",
 ]
-
-
-def _at_cutoffs(
-    per_rank: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Cumulative sums of ``per_rank`` (times ``weights``, one per rank, if given) read at each
-    cutoff: ``(batch, len(cutoffs))``. One sequential sum along the ranks, so a cutoff's value
-    does not depend on the other cutoffs asked for."""
-    batch, depth = per_rank.shape
-    if depth == 0:
-        return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
-    cumulative = (per_rank * weights).cumsum_(dim=1) if weights is not None else per_rank.cumsum(dim=1)
-    return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
 
 
 def _cutoff_tensor(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -70,17 +57,17 @@ def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """1 if a relevant item is in the top k, else 0."""
     if ranked.blocks is not None and ranked.depth > 0:
         return ties.expected_hit_rate(ranked.blocks, cutoffs)
-    return (_at_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
+    return (sum_to_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
 
 
 def precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Relevant items in the top k, divided by k."""
-    return _at_cutoffs(ranked.relevant, cutoffs) / _cutoff_tensor(ranked, cutoffs)
+    return ranked.hits(cutoffs) / _cutoff_tensor(ranked, cutoffs)
 
 
 def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Relevant items in the top k, divided by the row's number of relevant items R."""
-    return _divide(_at_cutoffs(ranked.relevant, cutoffs), ranked.num_relevant[:, None])
+    return _divide(ranked.hits(cutoffs), ranked.num_relevant[:, None])
 
 
 def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -90,15 +77,15 @@ def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tens
     relevant = ranked.relevant
     ranks = torch.arange(1, relevant.shape[1] + 1, dtype=torch.float64, device=relevant.device)
     precision_at_rank = relevant.cumsum(dim=1) / ranks
-    return _divide(_at_cutoffs(relevant * precision_at_rank, cutoffs), ranked.num_relevant[:, None])
+    return _divide(sum_to_cutoffs(relevant * precision_at_rank, cutoffs), ranked.num_relevant[:, None])
 
 
 def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_rank") -> torch.Tensor:
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
     ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
     discount = 1.0 / torch.log2(ranks)
-    dcg = _at_cutoffs(ranked.gains(gain_function), cutoffs, discount)
-    idcg = _at_cutoffs(ranked.ideal_gains(gain_function), cutoffs, discount)
+    dcg = ranked.dcg(gain_function, cutoffs, discount)
+    idcg = ranked.ideal_dcg(gain_function, cutoffs, discount)
     return _divide(dcg, idcg)
 
 

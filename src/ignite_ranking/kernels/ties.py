@@ -17,19 +17,29 @@ These are the closed forms of McSherry and Najork, "Computing Information Retrie
 Measures Efficiently in the Presence of Tied Scores", ECIR 2008. A cutoff that falls inside a
 block is exact: only the ranks up to the cutoff are summed, and the block statistics count the
 whole block, also its items beyond the ranked depth.
+
+Each block is held once, in a slot of :class:`TieBlocks` (its size and relevant items), and
+each rank knows its block's slot. Sums to a cutoff are taken over the slots: each whole block
+at once, and the part of the cutoff's block within it (average precision always; hits and DCG
+when a row has few blocks, else per-rank means read back through the slots and summed along
+the ranks, which then costs less).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from .boundary import BoundaryBlocks, GainOf
+from .boundary import GainOf
 
 __all__ = [
+    "BlockTail",
+    "SortedTail",
     "TieBlocks",
+    "block_slots",
     "expected_average_precision",
     "expected_hit_rate",
     "expected_reciprocal_rank",
@@ -38,67 +48,174 @@ __all__ = [
 ]
 
 
-@dataclass
-class TieBlocks:
-    """The tied block seen at each ranked position; ``(batch, K)`` float64 unless noted.
+class BlockTail(Protocol):
+    """The whole last ranked block of the rows where it continues below the ranked depth.
 
     Attributes:
-        start: items ranked above the block (its first rank is ``start + 1``).
-        size: items in the block, counted over the whole row.
-        relevant: relevant items in the block, over the whole row.
-        block_id: ``(batch, K)`` int64 index of the block among the row's ranked blocks.
-        ranked_labels / ranked_relevant: labels and relevance of the ranked items.
+        rows: int64 rows whose last ranked block continues below the ranked depth.
+        size / relevant: float64 items and relevant items of that whole block.
+    """
+
+    rows: torch.Tensor
+    size: torch.Tensor
+    relevant: torch.Tensor
+
+    def gain_sums(self, gain_of: GainOf, ranked: torch.Tensor) -> torch.Tensor:
+        """Total gain of each whole block, given the gain of its ranked items (``ranked``)."""
+
+
+@dataclass
+class SortedTail:
+    """:class:`BlockTail` of rows sorted whole: the labels of each block's items below the depth.
+
+    Attributes:
+        below_labels: ``(len(rows), width)`` their labels, in the labels' dtype.
+        below_relevant: ``(len(rows), width)`` bool, relevant (False past a row's block).
+    """
+
+    rows: torch.Tensor
+    size: torch.Tensor
+    relevant: torch.Tensor
+    below_labels: torch.Tensor
+    below_relevant: torch.Tensor
+
+    def gain_sums(self, gain_of: GainOf, ranked: torch.Tensor) -> torch.Tensor:
+        gains = gain_of(self.below_labels.to(torch.float64), self.below_relevant, self.rows[:, None])
+        return ranked + gains.sum(dim=1)
+
+    @classmethod
+    def concat(cls, parts: list[SortedTail], device: torch.device) -> SortedTail:
+        """One tail of the parts (of consecutive row chunks), their labels padded to one width."""
+        if not parts:
+            empty = torch.zeros(0, dtype=torch.float64, device=device)
+            none = torch.zeros(0, 0, dtype=torch.bool, device=device)
+            return cls(torch.zeros(0, dtype=torch.int64, device=device), empty, empty, none, none)
+        width = max(part.below_labels.shape[1] for part in parts)
+        pad = lambda t: torch.nn.functional.pad(t, (0, width - t.shape[1]))  # noqa: E731
+        return cls(
+            torch.cat([part.rows for part in parts]),
+            torch.cat([part.size for part in parts]),
+            torch.cat([part.relevant for part in parts]),
+            torch.cat([pad(part.below_labels) for part in parts]),
+            torch.cat([pad(part.below_relevant) for part in parts]),
+        )
+
+
+@dataclass
+class TieBlocks:
+    """The tied blocks of the ranked positions: one slot per block, and each position's block.
+
+    Attributes:
+        block_id: ``(batch, K)`` int64 index of each ranked position's block among the row's
+            ranked blocks (0 for the first).
+        block_size / block_relevant: ``(batch, S)`` float64 items and relevant items of block
+            ``b`` of each row in column ``b``, counted over the whole row (also below the ranked
+            depth). ``S`` is the most blocks a row has (on CPU; K elsewhere, which would have
+            to synchronize to read it); the columns past a row's last block are 0.
+        ranked_labels / ranked_relevant: labels (float64) and relevance (bool) of the ranked items.
         tail: the rows whose last ranked block continues below the ranked depth, with that
             whole block's statistics.
     """
 
-    start: torch.Tensor
-    size: torch.Tensor
-    relevant: torch.Tensor
     block_id: torch.Tensor
+    block_size: torch.Tensor
+    block_relevant: torch.Tensor
     ranked_labels: torch.Tensor
     ranked_relevant: torch.Tensor
-    tail: BoundaryBlocks
+    tail: BlockTail
 
-    def _per_block(self, values: torch.Tensor) -> torch.Tensor:
-        """Sums ``values`` over each block of the ranked positions, read back at every position."""
-        sums = torch.zeros_like(values).scatter_add_(1, self.block_id, values)
-        return sums.gather(1, self.block_id)
+    def totals(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
+        """``(batch, S)``: ``values`` (``(batch, K)``) summed over each block, in its slot.
 
-    def _last_block(self) -> torch.Tensor:
-        """``(len(tail.rows), K)`` mask of the positions in each crossing row's last block."""
-        ids = self.block_id[self.tail.rows]
-        return ids == ids[:, -1:]
-
-    def _set_last_block(self, values: torch.Tensor, per_row: torch.Tensor) -> None:
-        """Writes ``per_row`` over the last block of each crossing row of ``values``, in place.
-
-        When most rows cross (deep cutoffs of tied scores), the whole batch is written in one
-        pass instead of copying the crossing rows out and back.
+        ``whole_last(ranked)`` gives the sums over the whole last block of the tail's rows from
+        their sums over its ranked positions; without it those blocks sum their ranked values.
         """
+        sums = values.new_zeros(self.block_size.shape).scatter_add_(1, self.block_id, values)
         rows = self.tail.rows
-        batch, depth = values.shape
-        if 2 * rows.numel() <= batch:
-            values[rows] = torch.where(self._last_block(), per_row[:, None], values[rows])
-            return
-        full = torch.zeros(batch, dtype=values.dtype, device=values.device).index_copy(0, rows, per_row)
-        crossing = torch.zeros(batch, dtype=torch.bool, device=values.device).index_fill(0, rows, True)
-        positions = torch.arange(depth, device=values.device)
-        # A block is contiguous: the last one holds the positions from its start on.
-        in_last = crossing[:, None] & (positions >= self.start[:, -1:])
-        torch.where(in_last, full[:, None], values, out=values)
+        if whole_last is not None and rows.numel():
+            last = self.block_id[rows, -1]
+            sums[rows, last] = whole_last(sums[rows, last])
+        return sums
 
-    def mean_gains(self, gain_of: GainOf) -> torch.Tensor:
-        """Expected gain at each rank: the block's total gain over its size.
+    def means(self, values: torch.Tensor) -> torch.Tensor:
+        """The mean of ``values`` (``(batch, K)``) over each ranked block, at every position."""
+        return self.totals(values).div_(self.block_size).gather(1, self.block_id)
+
+    def gain_totals(self, gain_of: GainOf) -> torch.Tensor:
+        """``(batch, S)``: the total gain of each block, in its slot.
 
         ``gain_of(labels, relevant, rows)`` gives the float64 gains of labels (0 where not
         relevant); ``rows``, broadcastable to ``labels``, holds the batch row of each label.
         """
         rows = torch.arange(self.ranked_labels.shape[0], device=self.ranked_labels.device)[:, None]
-        sums = self._per_block(gain_of(self.ranked_labels, self.ranked_relevant, rows))
-        if self.tail.rows.numel():
-            self._set_last_block(sums, self.tail.gain_sums(gain_of))
-        return sums / self.size
+        gains = gain_of(self.ranked_labels, self.ranked_relevant, rows)
+        return self.totals(gains, lambda ranked: self.tail.gain_sums(gain_of, ranked))
+
+    def read_back(self, totals: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``(batch, K)``: each position's share of its block's total (``totals``: ``(batch, S)``,
+        such as ``block_relevant``), written into ``out`` if given."""
+        return torch.gather(totals / self.block_size, 1, self.block_id, out=out)
+
+    def few_blocks(self, cutoffs: Sequence[int]) -> bool:
+        """Whether :meth:`sums_to_cutoffs` over the block slots costs less than a cumulative sum
+        over the ranks (a few dozen passes over ``(batch, S, len(cutoffs))`` against a few over
+        ``(batch, K)``), as with quantized scores."""
+        return 16 * self.block_size.shape[1] * len(cutoffs) <= self.block_id.shape[1]
+
+    def sums_to_cutoffs(
+        self, totals: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``(batch, len(cutoffs))``: the sum over ranks ``i <= k`` of ``w_i`` times the share of
+        its block's total that rank ``i`` holds, from the block slots.
+
+        A block of ``n`` items and total ``T`` at ranks ``s + 1 .. s + n`` adds ``T / n`` times
+        the weights of its ranks within the cutoff; ``w_i = 1`` without ``weights``.
+        """
+        depth = self.block_id.shape[1]
+        device = totals.device
+        sizes = self.block_size
+        ends = sizes.cumsum(dim=1)
+        limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=device)
+        high = ends[:, :, None].minimum(limits)
+        low = (ends - sizes)[:, :, None].minimum(limits)
+        if weights is not None:
+            summed = torch.nn.functional.pad(weights.cumsum(dim=0), (1, 0))
+            high, low = summed[high.long()], summed[low.long()]
+        share = totals / sizes.clamp(min=1.0)  # 0 past the last block
+        return (share[:, :, None] * (high - low)).sum(dim=1)
+
+
+def block_slots(block_id: torch.Tensor) -> int:
+    """How many block slots the rows of ``block_id`` use: their most blocks on CPU, else K."""
+    if block_id.device.type != "cpu" or block_id.numel() == 0:
+        return block_id.shape[1]
+    return int(block_id[:, -1].max()) + 1
+
+
+def _count_blocks(block_id, new_block, relevant, size_out=None, relevant_out=None):
+    """Items and relevant items (``relevant``: float64 1.0/0.0) of each block, in its slot:
+    ``(rows, S)``, written into the first ``S`` columns of the outputs if given.
+
+    ``new_block`` marks the first position of each block. Few blocks (a sixteenth of the
+    positions or less) are counted from where each one starts and ends; otherwise every
+    position is added to its block's slot.
+    """
+    rows, depth = block_id.shape
+    slots = block_slots(block_id)
+    size_out = relevant.new_zeros(rows, slots) if size_out is None else size_out[:, :slots].zero_()
+    relevant_out = torch.zeros_like(size_out) if relevant_out is None else relevant_out[:, :slots].zero_()
+    if 16 * slots > depth or block_id.numel() == 0:
+        ones = torch.ones(1, dtype=torch.float64, device=relevant.device).expand_as(relevant)
+        return size_out.scatter_add_(1, block_id, ones), relevant_out.scatter_add_(1, block_id, relevant)
+    row, start = new_block.nonzero(as_tuple=True)  # row by row, each row's blocks in order
+    end = torch.empty_like(start)
+    end[:-1] = start[1:]
+    end[torch.cat([row[1:] != row[:-1], torch.ones(1, dtype=torch.bool, device=row.device)])] = depth
+    slot = block_id[row, start]
+    hits = torch.nn.functional.pad(relevant.cumsum(dim=1), (1, 0))
+    size_out[row, slot] = (end - start).to(size_out.dtype)
+    relevant_out[row, slot] = hits[row, end] - hits[row, start]
+    return size_out, relevant_out
 
 
 def tie_blocks(
@@ -106,7 +223,7 @@ def tie_blocks(
     indices: torch.Tensor,
     ranked_labels: torch.Tensor,
     ranked_relevant: torch.Tensor,
-    tail: BoundaryBlocks,
+    tail: BlockTail,
 ) -> TieBlocks:
     """Block statistics of ranked positions ``indices`` (ordered by descending score).
 
@@ -114,103 +231,95 @@ def tie_blocks(
 
     ``tail`` gives the whole last block of the rows where it continues below the ranked depth.
     """
-    batch, depth = indices.shape
     ranked_scores = scores.gather(1, indices)
     new_block = torch.ones_like(ranked_scores, dtype=torch.bool)
     new_block[:, 1:] = ranked_scores[:, 1:] != ranked_scores[:, :-1]
     block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
-    positions = torch.arange(depth, device=scores.device).expand(batch, depth)
-    start = torch.where(new_block, positions, torch.zeros_like(positions)).cummax(dim=1).values
-    ones = torch.ones(batch, depth, dtype=torch.float64, device=scores.device)
-    blocks = TieBlocks(
-        start=start.to(torch.float64),
-        size=ones,
-        relevant=ranked_relevant.to(torch.float64),
-        block_id=block_id,
-        ranked_labels=ranked_labels,
-        ranked_relevant=ranked_relevant,
-        tail=tail,
-    )
-    blocks.size = blocks._per_block(ones)
-    blocks.relevant = blocks._per_block(blocks.relevant)
+    size, relevant = _count_blocks(block_id, new_block, ranked_relevant.to(torch.float64))
     if tail.rows.numel():
-        blocks._set_last_block(blocks.size, tail.size)
-        blocks._set_last_block(blocks.relevant, tail.relevant)
-    return blocks
+        last = block_id[tail.rows, -1]
+        size[tail.rows, last] = tail.size
+        relevant[tail.rows, last] = tail.relevant
+    return TieBlocks(block_id, size, relevant, ranked_labels, ranked_relevant, tail)
 
 
 def sorted_blocks(
     values: torch.Tensor,
     order: torch.Tensor,
     k: int,
-    ranked_relevant: torch.Tensor,
+    relevant: torch.Tensor,
     labels: torch.Tensor,
     threshold: float | int,
-    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> SortedTail:
     """The block statistics of :func:`tie_blocks` for rows sorted whole, a few rows at a time.
+
+    A block that continues below rank ``k`` is counted whole from the sorted row.
 
     Args:
         values / order: ``(rows, num_items)`` each row's scores (or any values equal exactly
             where the scores are, such as ``ranking.order_key``'s) sorted descending, stably, and
             their columns.
         k: the ranked depth, ``1 <= k <= num_items``.
-        ranked_relevant: ``(rows, k)`` bool relevance of the items at ranks ``1..k``.
+        relevant: ``(rows, k)`` float64 1.0/0.0 relevance of the items at ranks ``1..k``.
         labels: the rows' labels (for the items of a block that continues below rank ``k``);
             an item is relevant iff its label is ``>= threshold``.
-        out: ``(rows, k)`` tensors that receive ``start``, ``size`` and ``relevant`` (float64)
-            and ``block_id`` (int64), as :class:`TieBlocks` holds them.
+        out: ``(rows, k)`` tensors that receive ``block_id``, ``block_size`` and
+            ``block_relevant``, as :class:`TieBlocks` holds them (the block counts in the first
+            columns, as many as the rows have blocks).
 
     Returns:
-        For the rows whose last ranked block continues below rank ``k``: their int64 positions
-        among the rows, and that whole block's float64 size and relevant count.
+        The tail of the rows whose last ranked block continues below rank ``k``, with their
+        positions among the rows.
     """
-    start_out, size_out, relevant_out, block_id = out
+    block_id, size, hits = out
     top = values[:, :k]
-    new_block = torch.ones_like(ranked_relevant)
+    new_block = torch.ones_like(top, dtype=torch.bool)
     torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
     torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
-    positions = torch.arange(k, device=values.device)
-    start = torch.where(new_block, positions, 0).cummax(dim=1).values
-    # Each block ends (exclusive) where the next one starts; the last one at k.
-    new_block[:, :-1] = new_block[:, 1:].clone()
-    new_block[:, -1] = True
-    end = torch.where(new_block, positions + 1, k).flip(1).cummin(dim=1).values.flip(1)
-    hits = torch.nn.functional.pad(ranked_relevant.cumsum(dim=1), (1, 0))
-    torch.sub(hits.gather(1, end), hits.gather(1, start), out=relevant_out)
-    torch.sub(end, start, out=size_out)
-    start_out.copy_(start)
+    size, hits = _count_blocks(block_id, new_block, relevant, size, hits)
+    return _sorted_tail(values, order, k, labels, threshold, size, hits, block_id)
+
+
+def _sorted_tail(values, order, k, labels, threshold, sizes, hits, block_id) -> SortedTail:
+    """The tail of :func:`sorted_blocks`; adds the items of each block below rank ``k`` to its
+    slot in ``sizes`` and ``hits``."""
+    device = values.device
     if k == values.shape[1] or not bool((values[:, k] == values[:, k - 1]).any()):
-        empty = torch.zeros(0, dtype=torch.float64, device=values.device)
-        return torch.zeros(0, dtype=torch.int64, device=values.device), empty, empty
-    # The last ranked block continues below rank k: count it whole. Sorted, its items below k
-    # come first there, and their labels are read through the sort order.
+        return SortedTail.concat([], device)
+    # Sorted, the block's items below k come first there: a window that grows until it ends
+    # past every row's block counts them, and their labels are read through the sort order.
     boundary = values[:, k - 1 : k]
-    below = (values[:, k:] == boundary).sum(dim=1)
-    crosses = below > 0
+    width = 64
+    while k + width < values.shape[1] and bool((values[:, k + width - 1] == boundary[:, 0]).any()):
+        width *= 4
+    below = (values[:, k : k + width] == boundary).sum(dim=1)
+    rows = (below > 0).nonzero().squeeze(1)
+    below = below[rows]
     width = int(below.max())
-    more = (labels.gather(1, order[:, k : k + width]) >= threshold) & (
-        torch.arange(width, device=values.device) < below[:, None]
-    )
-    last_start = start[:, -1]
-    tail_size = (k - last_start + below).to(torch.float64)
-    tail_relevant = (hits[:, k] - hits.gather(1, last_start[:, None]).squeeze(1) + more.sum(dim=1)).to(
-        torch.float64
-    )
-    in_tail = crosses[:, None] & (positions >= last_start[:, None])
-    size_out.copy_(torch.where(in_tail, tail_size[:, None], size_out))
-    relevant_out.copy_(torch.where(in_tail, tail_relevant[:, None], relevant_out))
-    crossing = crosses.nonzero().squeeze(1)
-    return crossing, tail_size[crossing], tail_relevant[crossing]
+    below_labels = labels.gather(1, order[:, k : k + width])[rows]
+    below_relevant = (below_labels >= threshold) & (torch.arange(width, device=device) < below[:, None])
+    last = block_id[rows, -1]
+    sizes[rows, last] += below.to(sizes.dtype)
+    hits[rows, last] += below_relevant.sum(dim=1).to(hits.dtype)
+    return SortedTail(rows, sizes[rows, last], hits[rows, last], below_labels, below_relevant)
 
 
 def _first_relevant_block(blocks: TieBlocks):
-    """Start, size and relevant count of each row's first block holding a relevant item."""
-    holds = blocks.relevant > 0
-    found = holds.any(dim=1)
-    first = holds.to(torch.uint8).argmax(dim=1, keepdim=True)
-    pick = lambda values: values.gather(1, first).squeeze(1)  # noqa: E731
-    return found, pick(blocks.start), pick(blocks.size), pick(blocks.relevant)
+    """Start, size and relevant count of each row's first block holding a relevant item.
+
+    It holds the first relevant ranked item, or where none is ranked, it is the last ranked
+    block if that one continues below the depth with relevant items there.
+    """
+    ranked, block_id = blocks.ranked_relevant, blocks.block_id
+    first = ranked.to(torch.uint8).argmax(dim=1, keepdim=True)
+    slot = torch.where(ranked.any(dim=1, keepdim=True), block_id.gather(1, first), block_id[:, -1:])
+    pick = lambda values: values.gather(1, slot).squeeze(1)  # noqa: E731
+    sizes = blocks.block_size
+    if sizes.device.type == "cpu" and slot.numel():  # only the slots up to the first relevant
+        sizes = sizes[:, : int(slot.max()) + 1]
+    relevant = pick(blocks.block_relevant)
+    return relevant > 0, pick(torch.cumsum(sizes, dim=1).sub_(sizes)), pick(blocks.block_size), relevant
 
 
 def _none_relevant_yet(size: torch.Tensor, relevant: torch.Tensor, depth: int) -> torch.Tensor:
@@ -230,7 +339,7 @@ def _offsets_within(cutoffs: Sequence[int], start: torch.Tensor, size: torch.Ten
 def _offsets_wanted(blocks: TieBlocks, found: torch.Tensor, size: torch.Tensor) -> int:
     """How many offsets into the first relevant blocks matter: the ranked depth, or on CPU the
     largest such block (usually far smaller; a device would synchronize to read it)."""
-    depth = blocks.start.shape[1]
+    depth = blocks.block_id.shape[1]
     if size.device.type != "cpu" or size.numel() == 0:
         return depth
     return max(1, min(depth, int(torch.where(found, size, 0.0).max())))
@@ -262,19 +371,38 @@ def expected_reciprocal_rank(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch
 def expected_average_precision(
     blocks: TieBlocks, num_relevant: torch.Tensor, cutoffs: Sequence[int]
 ) -> torch.Tensor:
-    """E[AP@k] = (1/R) sum_{i <= k} E[rel_i * hits_i] / i.
+    """E[AP@k] = (1/R) sum_{i <= k} E[rel_i * hits_i] / i, summed block by block.
 
-    ``E[rel_i * hits_i] = p_i (1 + H) + (i - start - 1) r (r - 1) / (n (n - 1))`` where ``p_i``
-    is the block's relevant share and ``H`` the relevant items of the blocks above it.
+    At a rank ``i`` of a block of ``n`` items, ``r`` of them relevant, at ranks ``s + 1 .. s + n``
+    below ``H`` relevant items, ``E[rel_i * hits_i] = p (1 + H) + (i - s - 1) q`` with ``p = r / n``
+    and ``q = r (r - 1) / (n (n - 1))``. Over its ranks ``s + 1 .. e``, dividing by ``i`` sums to
+    ``(p (1 + H) - q (s + 1)) (h(e) - h(s)) + q (e - s)``, ``h`` the harmonic numbers. Whole
+    blocks are summed once; a cutoff adds the part of its block within it.
     """
-    share = blocks.relevant / blocks.size
-    above = torch.nn.functional.pad(share.cumsum(dim=1), (1, 0)).gather(1, blocks.start.to(torch.int64))
-    n, r = blocks.size, blocks.relevant
-    both = torch.where(n > 1, r * (r - 1) / (n * (n - 1)).clamp(min=1), torch.zeros_like(n))
-    rank = torch.arange(1, share.shape[1] + 1, dtype=torch.float64, device=share.device)
-    expected = (share * (1.0 + above) + (rank - blocks.start - 1.0) * both) / rank
-    cumulative = torch.nn.functional.pad(expected.cumsum(dim=1), (1, 0))
-    columns = torch.tensor([min(k, share.shape[1]) for k in cutoffs], device=share.device)
+    batch, depth = blocks.block_id.shape
+    device = num_relevant.device
+    if depth == 0:
+        return torch.zeros(batch, len(cutoffs), dtype=torch.float64, device=device)
+    sizes, r = blocks.block_size, blocks.block_relevant  # 0 past each row's last block
+    ranks = torch.arange(1, depth + 1, dtype=torch.float64, device=device)
+    harmonic = torch.nn.functional.pad(ranks.reciprocal().cumsum(dim=0), (1, 0))
+    # Blocks are consecutive: each starts where the one before ends (the last is cut at the depth).
+    ends = sizes.cumsum(dim=1).clamp_(max=depth)
+    starts = torch.nn.functional.pad(ends[:, :-1], (1, 0))
+    h_end = harmonic[ends.long()]
+    h_start = torch.nn.functional.pad(h_end[:, :-1], (1, 0))
+    n = sizes.clamp(min=1.0)
+    q = (r - 1.0).mul_(r).div_((n - 1.0).mul_(n).clamp_(min=1.0))
+    # p (1 + H) - q (s + 1), with p = r / n and H the relevant items of the blocks above.
+    slope = r.cumsum(dim=1).sub_(r).add_(1.0).mul_(r).div_(n).sub_((starts + 1.0).mul_(q))
+    whole = (h_end - h_start).mul_(slope).add_((ends - starts).mul_(q))
+    before = torch.nn.functional.pad(whole.cumsum(dim=1), (1, 0))
+    # Each cutoff: the whole blocks above its block, and the part of its block within it.
+    limits = [min(k, depth) for k in cutoffs]
+    slot = blocks.block_id[:, [k - 1 for k in limits]]
+    pick = lambda t: t.gather(1, slot)  # noqa: E731
+    end = torch.tensor(limits, dtype=torch.float64, device=device)
+    partial = (harmonic[end.long()] - pick(h_start)) * pick(slope) + pick(q) * (end - pick(starts))
+    summed = pick(before) + partial
     safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))
-    values = cumulative[:, columns] / safe[:, None]
-    return torch.where(num_relevant[:, None] > 0, values, torch.zeros_like(values))
+    return torch.where(num_relevant[:, None] > 0, summed / safe[:, None], torch.zeros_like(summed))

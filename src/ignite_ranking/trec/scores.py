@@ -61,9 +61,7 @@ def _ndcg(ranked: RankedBatch, ideal: torch.Tensor, rule: GainRule, cutoffs: Seq
     # the labels of the unjudged documents it moved out, which custom gains may reward.
     gains[torch.arange(gains.shape[1]) >= judged.retrieved_counts(ranked)[:, None]] = 0.0
     if ranked.blocks is not None:  # expected gain at each rank: its tied block's mean gain
-        blocks = ranked.blocks
-        sums = torch.zeros_like(gains).scatter_add_(1, blocks.block_id, gains)
-        gains = sums.gather(1, blocks.block_id) / blocks.size
+        gains = ranked.blocks.means(gains)
     dcg, idcg = _discounted(gains, cutoffs), _discounted(ideal, cutoffs)
     positive = idcg > 0
     return torch.where(positive, dcg / torch.where(positive, idcg, 1.0), 0.0)
