@@ -142,3 +142,17 @@ def test_deep_cutoffs_of_few_valued_integer_labels_count_the_ideal_runs(
     expected = _reference(y_pred, y, threshold, gain_function, ties)
     assert got.tolist() == [pytest.approx(row, rel=1e-12, abs=1e-14) for row in expected]
     assert torch.allclose(got, F.ndcg(y_pred, y, KS, threshold, gain_function, ties=ties), rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("gain_function", GAINS)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+@pytest.mark.parametrize("high", [1, 3, 20, 200])
+def test_a_perfect_ranking_scores_exactly_one(high, dtype, gain_function):
+    # Whichever way the ideal ranking is found (counted runs of one or many values, or a
+    # top-k), IDCG is summed as DCG is, so ranking by the labels themselves gives 1.0, not
+    # 1 +- 1 ulp.
+    generator = torch.Generator().manual_seed(high)
+    y = torch.randint(0, high + 1, (6, 400), generator=generator).to(dtype)
+    for top_k in ([5, 50], [150, 400]):  # by torch.topk, and by sorting whole rows
+        got = F.ndcg(y.to(torch.float64), y, top_k, 1.0, gain_function)
+        assert torch.equal(got, torch.ones_like(got))

@@ -155,13 +155,19 @@ class IdealLevels:
         first = (self.counts > 0).to(torch.uint8).argmax(dim=1)
         return self.labels[first]
 
+    def spread(self, values: torch.Tensor, depth: int) -> torch.Tensor:
+        """``(batch, depth)``: each run's value (``values``: ``(batch, L)``) at its ranks."""
+        batch = self.counts.shape[0]
+        ends = self.counts.cumsum(dim=1).clamp_(max=depth)
+        lengths = torch.diff(ends, dim=1, prepend=torch.zeros_like(ends[:, :1])).to(torch.int64)
+        spread = torch.repeat_interleave(values.reshape(-1), lengths.reshape(-1), output_size=batch * depth)
+        return spread.view(batch, depth)
+
     def expand(self, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(batch, depth)`` float64 labels and 1.0/0.0 relevance of the ideal ranking."""
-        positions = torch.arange(depth, dtype=torch.float64, device=self.counts.device)
-        run = torch.zeros(self.counts.shape[0], depth, dtype=torch.int64, device=self.counts.device)
-        for end in self.counts.cumsum(dim=1)[:, :-1].unbind(dim=1):
-            run += positions >= end[:, None]
-        return self.labels[run], self.relevant[run].to(torch.float64)
+        batch = self.counts.shape[0]
+        relevant = self.relevant.to(torch.float64).expand(batch, -1)
+        return self.spread(self.labels.expand(batch, -1), depth), self.spread(relevant, depth)
 
     def at_cutoffs(self, gains: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor) -> torch.Tensor:
         """``(batch, len(cutoffs))``: the ideal ranking's sums of gain times weight to each cutoff.
@@ -316,9 +322,13 @@ class RankedBatch:
         top = self._top()
         top = None if top is None else top[:, None]
         levels = self.ideal_levels
-        if levels is not None:
-            batch = levels.counts.shape[0]
-            labels, relevant = levels.labels.expand(batch, -1), levels.relevant.expand(batch, -1)
-            return levels.at_cutoffs(gain(labels, relevant, gain_function, top), cutoffs, discount)
-        labels, relevant = self.ideal()
-        return sum_to_cutoffs(gain(labels, relevant > 0, gain_function, top), cutoffs, discount)
+        if levels is None:
+            labels, relevant = self.ideal()
+            return sum_to_cutoffs(gain(labels, relevant > 0, gain_function, top), cutoffs, discount)
+        batch = levels.counts.shape[0]
+        labels, relevant = levels.labels.expand(batch, -1), levels.relevant.expand(batch, -1)
+        gains = gain(labels, relevant, gain_function, top)
+        if levels.single is not None:  # one gain: the sum over its run is exactly :meth:`dcg`'s
+            return levels.at_cutoffs(gains, cutoffs, discount)
+        # Summed rank by rank, as DCG is, so that a perfect ranking scores exactly 1.
+        return sum_to_cutoffs(levels.spread(gains, self.depth), cutoffs, discount)
