@@ -107,6 +107,12 @@ def half_relevant_half_grades(batch, items, gen):
     return y_pred, y * torch.randint(1, 4, y.shape, generator=gen) * 0.5
 
 
+def half_relevant_continuous_grades(batch, items, gen):
+    """Continuous float grades in [1, 4) on the relevant half (every label distinct)."""
+    y_pred, y = half_relevant(batch, items, gen)
+    return y_pred, y * (1.0 + 3.0 * torch.rand(y.shape, generator=gen))
+
+
 def rising(batch, items, gen):
     """Scores that rise along each row (as if sorted ascending), distinct."""
     y_pred = torch.arange(items, dtype=torch.float32).expand(batch, items).contiguous()
@@ -132,6 +138,9 @@ class Case:
     # Cutoffs at which ``argsort`` also computes RR@k and sums it over the batch, where the
     # metric's output (one value per cutoff) is itself a large part of the work.
     argsort_rr: tuple[int, ...] = ()
+    # Labels whose ideal order needs a sort of its own (NDCG of continuous grades at depth):
+    # ``argsort`` then also sorts each row's labels, as any exact kernel must.
+    argsort_labels: bool = False
 
     def shape(self, quick: bool) -> tuple[int, int]:
         if quick:
@@ -225,6 +234,13 @@ CASES = [
         fixed(50_000),
     ),
     Case(
+        "MRR+NDCG+Recall@50,000, 50% relevant, continuous grades, first (argsort: scores and labels)",
+        half_relevant_continuous_grades,
+        trio([50_000], "first"),
+        fixed(50_000),
+        argsort_labels=True,
+    ),
+    Case(
         "MAP+Precision+HitRate@50,000, 50% relevant, average",
         half_relevant,
         lambda: RankingMetrics(
@@ -250,6 +266,8 @@ def make_case(case: Case, method: str, y_pred: torch.Tensor, y: torch.Tensor) ->
 
         def argsort():
             order = torch.argsort(y_pred, dim=1, descending=True, stable=True)
+            if case.argsort_labels:
+                y.sort(dim=1, descending=True)
             return y.gather(1, order) >= 1
 
         return argsort
