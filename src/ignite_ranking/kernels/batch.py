@@ -118,11 +118,11 @@ def ideal_order(
 
 @dataclass
 class IdealLevels:
-    """Each row's ideal ranking as runs of equal labels, for integer labels of a few values.
+    """Each row's ideal ranking as runs of equal labels, for labels of a few values.
 
-    A deep ideal ranking of such labels is a few runs; held as their lengths, IDCG needs no
-    ``(batch, K)`` arrays (:meth:`at_cutoffs`), and :meth:`expand` lays the runs out for the
-    scorers that read the ideal ranking rank by rank.
+    A deep ideal ranking of such labels is a few runs, held as their lengths: IDCG of one
+    relevant value is a sum over the runs (:meth:`at_cutoffs`), exactly DCG's sum for a perfect
+    ranking; :meth:`spread` and :meth:`expand` lay the runs out rank by rank for the rest.
 
     Attributes:
         labels: ``(L,)`` float64 label of each run, in the order of :func:`ideal_order` (below a
