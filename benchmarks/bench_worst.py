@@ -162,6 +162,12 @@ def trio(top_k, ties):
     )
 
 
+def deep_trio(what: str, data: Callable, ties: str, suffix: str = "", **options) -> Case:
+    """MRR+NDCG+Recall at a depth of half the row, half the items relevant."""
+    name = f"MRR+NDCG+Recall@50,000, 50% relevant, {what}{ties}{suffix}"
+    return Case(name, data, trio([50_000], ties), fixed(50_000), **options)
+
+
 CASES = [
     *(
         Case(f"all tied, top_k=[100], {ties}", all_tied, trio([100], ties), fixed(100))
@@ -197,47 +203,16 @@ CASES = [
         size=(64, 1_000),
         argsort_rr=tuple(range(1, 100_001)),
     ),
-    *(
-        Case(
-            f"MRR+NDCG+Recall@50,000, 50% relevant, {ties}",
-            half_relevant,
-            trio([50_000], ties),
-            fixed(50_000),
-        )
-        for ties in ("first", "optimistic", "average")
-    ),
-    *(
-        Case(
-            f"MRR+NDCG+Recall@50,000, 50% relevant, quantized scores, {ties}",
-            quantized_half_relevant,
-            trio([50_000], ties),
-            fixed(50_000),
-        )
-        for ties in ("average", "optimistic")
-    ),
-    Case(
-        "MRR+NDCG+Recall@50,000, 50% relevant, float labels, first",
-        half_relevant_float_labels,
-        trio([50_000], "first"),
-        fixed(50_000),
-    ),
-    Case(
-        "MRR+NDCG+Recall@50,000, 50% relevant, grades 1-9, average",
-        half_relevant_grades,
-        trio([50_000], "average"),
-        fixed(50_000),
-    ),
-    Case(
-        "MRR+NDCG+Recall@50,000, 50% relevant, grades 0.5-1.5, average",
-        half_relevant_half_grades,
-        trio([50_000], "average"),
-        fixed(50_000),
-    ),
-    Case(
-        "MRR+NDCG+Recall@50,000, 50% relevant, continuous grades, first (argsort: scores and labels)",
+    *(deep_trio("", half_relevant, ties) for ties in ("first", "optimistic", "average")),
+    *(deep_trio("quantized scores, ", quantized_half_relevant, ties) for ties in ("average", "optimistic")),
+    deep_trio("float labels, ", half_relevant_float_labels, "first"),
+    deep_trio("grades 1-9, ", half_relevant_grades, "average"),
+    deep_trio("grades 0.5-1.5, ", half_relevant_half_grades, "average"),
+    deep_trio(
+        "continuous grades, ",
         half_relevant_continuous_grades,
-        trio([50_000], "first"),
-        fixed(50_000),
+        "first",
+        suffix=" (argsort: scores and labels)",
         argsort_labels=True,
     ),
     Case(
