@@ -153,7 +153,7 @@ def test_metric_matches_reference(metric, gain, ties, ignore_zero_hits, device):
             m.update(output)
         assert m._sum_per_k.device.type == device
         expected = mean_values(updates, metric, top_k, threshold, ignore_zero_hits, ties, gain)
-        assert m._sum_per_k.dtype == torch.float64
+        assert m._sum_per_k.dtype == torch.int64
         assert m._num_examples.dtype == torch.int64
         if expected is None:
             with pytest.raises(NotComputableError):

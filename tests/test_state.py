@@ -14,6 +14,7 @@ from ignite.exceptions import NotComputableError
 from reference import DEVICES, METRIC_NAMES, build_metric, tied_batch
 
 from ignite_ranking import MRR, NDCG, HitRate, Precision, RankingMetrics, RPrecision
+from ignite_ranking.kernels.exact_sum import LIMBS, limb_totals
 
 KS = [1, 4, 20]
 
@@ -188,11 +189,15 @@ def test_load_state_dict_refuses_a_count_that_is_not_a_non_negative_integer(coun
     [
         (torch.tensor([1.0, math.nan], dtype=torch.float64), ValueError),
         (torch.tensor([1.0, math.inf], dtype=torch.float64), ValueError),
-        (torch.tensor([1, 2]), TypeError),
+        (torch.tensor([1, 2]), ValueError),
+        (torch.zeros(2, 4, dtype=torch.int32), ValueError),
+        (torch.tensor([[0, 0, 0, -1], [0, 0, 0, 0]]), ValueError),
+        (torch.tensor([True, False]), TypeError),
         ([1.0, 2.0], TypeError),
         (torch.zeros(3, dtype=torch.float64), ValueError),
+        (torch.zeros(3, 4, dtype=torch.int64), ValueError),
     ],
-    ids=["nan", "inf", "int", "list", "shape"],
+    ids=["nan", "inf", "int", "int32-limbs", "negative-flags", "bool", "list", "shape", "limbs-shape"],
 )
 def test_load_state_dict_refuses_bad_sums(sums, error):
     metric = MRR([1, 2])
@@ -203,8 +208,9 @@ def test_load_state_dict_refuses_bad_sums(sums, error):
 @pytest.mark.parametrize("count", [4, np.int64(4), torch.tensor(4, dtype=torch.int32), torch.tensor([4])])
 def test_loaded_state_takes_the_accumulation_dtypes(count):
     metric = MRR([1, 2])
+    # float sums, as states saved before the exact sums hold them: converted to limbs
     metric.load_state_dict(_saved(metric, torch.tensor([1.0, 2.0], dtype=torch.float32), count))
-    assert metric._sum_per_k.dtype == torch.float64
+    assert metric._sum_per_k.dtype == torch.int64 and metric._sum_per_k.shape == (2, LIMBS)
     assert metric._num_examples.dtype == torch.int64 and metric._num_examples.shape == ()
     assert metric.compute() == [0.25, 0.5]
 
@@ -254,7 +260,7 @@ def test_count_and_mean_stay_exact_past_float32_range(count):
     metric.update((y_pred, y))
     assert metric._num_examples.dtype == torch.int64
     assert int(metric._num_examples) == count + 3
-    assert metric._sum_per_k.tolist() == [count / 2 + 3, count + 3]
+    assert limb_totals(metric._sum_per_k) == [(count + 6) << 63, (count + 3) << 64]
     assert metric.compute() == [(count / 2 + 3) / (count + 3), 1.0]
     # A float32 count would have lost the three queries at 2**24 already.
     assert float(torch.tensor(2**24, dtype=torch.float32) + 1) == 2**24
@@ -265,7 +271,7 @@ def test_count_dtype_stays_int64_over_many_updates():
     for _ in range(5):
         metric.update((torch.rand(4, 6), torch.randint(0, 3, (4, 6))))
         assert metric._num_examples.dtype == torch.int64
-        assert metric._sum_per_k.dtype == torch.float64
+        assert metric._sum_per_k.dtype == torch.int64
 
 
 @pytest.mark.parametrize("name", [*METRIC_NAMES, "group"])

@@ -31,7 +31,7 @@ def _state(metric):
 
 def _assert_same_state(before, after):
     for (s0, n0), (s1, n1) in zip(before, after, strict=True):
-        assert torch.equal(s0, s1) and s0.dtype == s1.dtype == torch.float64
+        assert torch.equal(s0, s1) and s0.dtype == s1.dtype == torch.int64
         assert torch.equal(n0, n1) and n0.dtype == n1.dtype == torch.int64
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..kernels import RankedBatch, auc
+from ..kernels.exact_sum import limb_sums
 from .base import SingleValueMetric
 
 __all__ = ["AUC", "GAUC"]
@@ -52,8 +53,8 @@ class GAUC(AUC):
     .. math:: \text{GAUC} = \frac{\sum_u n_u \, \text{AUC}_u}{\sum_u n_u}
 
     over the users (rows) with both relevant and judged non-relevant items, :math:`n_u` the
-    judged items of row u (all of them without a mask). The state is the weighted sum and the
-    int64 sum of the weights. Arguments as :class:`~ignite_ranking.AUC`, without
+    judged items of row u (all of them without a mask). The state is the exact weighted sum and
+    the int64 sum of the weights. Arguments as :class:`~ignite_ranking.AUC`, without
     ``ignore_zero_hits`` (such rows are always left out, as in RecBole) and ``per_query``.
 
     Example:
@@ -93,5 +94,5 @@ class GAUC(AUC):
         value, p, n = auc.auc_pairs(ranked)
         counted = (p > 0) & (n > 0)
         weight = torch.where(counted, p + n, torch.zeros_like(p))
-        self._sum_per_k += (value * weight).sum().to(self._device)[None]
+        self._add_to_sums(limb_sums((value * weight)[:, None]))
         self._num_examples += weight.sum().to(device=self._device, dtype=torch.int64)

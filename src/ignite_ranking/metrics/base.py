@@ -25,6 +25,7 @@ from ..kernels.forms import (
     held_to_state,
     normalize,
 )
+from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
@@ -91,7 +92,7 @@ def normalize_judged(
 
 
 class RankingMetric(Metric):
-    """Base of the ranking metrics: per-cutoff float64 sums and an int64 query count.
+    """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
     A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
     and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
@@ -103,7 +104,9 @@ class RankingMetric(Metric):
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
-    held back until the next update or :meth:`compute` (see :doc:`/inputs`).
+    held back until the next update or :meth:`compute` (see :doc:`/inputs`). The sums are
+    fixed-point integers (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to
+    the bit whatever the batch sizes, their order or the number of processes.
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
@@ -202,7 +205,7 @@ class RankingMetric(Metric):
 
     @reinit__is_reduced
     def reset(self) -> None:
-        self._sum_per_k = torch.zeros(self.num_values, dtype=torch.float64, device=self._device)
+        self._sum_per_k = self._zero_sums()
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
         self._held: FlatRows | None = None
         self._reset_per_query()
@@ -250,7 +253,14 @@ class RankingMetric(Metric):
             self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
-        self._sum_per_k += values.sum(dim=0).to(self._device)
+        self._add_to_sums(limb_sums(values))
+
+    def _zero_sums(self) -> torch.Tensor:
+        """The empty sums: ``(num_values, LIMBS)`` int64 fixed-point limbs."""
+        return torch.zeros((self.num_values, LIMBS), dtype=torch.int64, device=self._device)
+
+    def _add_to_sums(self, sums: torch.Tensor) -> None:
+        self._sum_per_k = carry(self._sum_per_k + sums.to(self._device))
 
     def _keep_per_query(
         self, ranked: RankedBatch, values: torch.Tensor, query_ids: torch.Tensor | None
@@ -307,7 +317,7 @@ class RankingMetric(Metric):
     def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
-        means = (self._sum_per_k / self._num_examples).tolist()
+        means = limb_means(self._sum_per_k, int(self._num_examples.item()))
         return means if self.top_k is not None else means[0]
 
     def settings(self) -> dict:
@@ -356,7 +366,7 @@ class RankingMetric(Metric):
                 f"state_dict lacks {missing}; pass what {type(self).__name__}.state_dict() returned."
             )
         self._check_settings(state_dict[_SETTINGS])
-        sums = _loaded_sums(state_dict["_sum_per_k"], self.num_values)
+        sums = self._loaded_sums(state_dict["_sum_per_k"])
         count = _loaded_count(state_dict["_num_examples"])
         if self._per_query:
             kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
@@ -373,7 +383,7 @@ class RankingMetric(Metric):
                     f"state_dict holds per-query values of shape {tuple(values.shape)} and keys of shape "
                     f"{tuple(keys.shape)}; expected (n, {self.num_values}) and (n,)."
                 )
-        self._sum_per_k = sums.to(device=self._device, dtype=torch.float64).clone()
+        self._sum_per_k = sums.to(self._device)
         self._num_examples = torch.tensor(count, dtype=torch.int64, device=self._device)
         if self._per_query:
             self._reset_per_query()
@@ -382,6 +392,34 @@ class RankingMetric(Metric):
             self._queries_arrived = int(state_dict["_queries_arrived"])
             self._user_keys = state_dict["_user_keys"]
         self._held = held_from_state(state_dict)
+
+    def _loaded_sums(self, sums: object) -> torch.Tensor:
+        """The sums of a saved state as limbs, refusing a wrong type or shape.
+
+        A state saved before the sums were exact holds float64 sums, one per cutoff: they are
+        converted (exactly, for sums whose bits stop at 2**-64, which covers every sum of values
+        that are multiples of 2**-64; otherwise to the nearest multiple of it).
+        """
+        if not isinstance(sums, torch.Tensor) or sums.is_complex() or sums.dtype == torch.bool:
+            shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
+            raise TypeError(f"state_dict['_sum_per_k'] must be a tensor of sums, got {shown}.")
+        if sums.is_floating_point():  # saved before the exact sums
+            if sums.shape != (self.num_values,):
+                raise ValueError(
+                    f"state_dict['_sum_per_k'] must have shape ({self.num_values}, {LIMBS}) (or "
+                    f"({self.num_values},) from an older version), got {tuple(sums.shape)}."
+                )
+            if not torch.isfinite(sums).all():
+                raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
+            return from_floats(sums.detach())
+        if sums.dtype != torch.int64 or sums.shape != (self.num_values, LIMBS):
+            raise ValueError(
+                f"state_dict['_sum_per_k'] must be int64 limbs of shape ({self.num_values}, {LIMBS}), "
+                f"one row per cutoff, got {sums.dtype} of shape {tuple(sums.shape)}."
+            )
+        if bool((sums[:, -1] < 0).any()):
+            raise ValueError("state_dict['_sum_per_k'] has a negative flag count; it is not a saved state.")
+        return carry(sums.detach().clone())
 
     def _check_settings(self, saved: object) -> None:
         own = self.settings()
@@ -399,21 +437,6 @@ class RankingMetric(Metric):
                 f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
                 "metric built with the same arguments."
             )
-
-
-def _loaded_sums(sums: object, num_values: int) -> torch.Tensor:
-    """The per-cutoff sums of a saved state, refusing a wrong type, shape or a non-finite sum."""
-    if not isinstance(sums, torch.Tensor) or not sums.is_floating_point():
-        shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
-        raise TypeError(f"state_dict['_sum_per_k'] must be a floating tensor, got {shown}.")
-    if sums.shape != (num_values,):
-        raise ValueError(
-            f"state_dict['_sum_per_k'] must have shape ({num_values},), one sum per cutoff, "
-            f"got {tuple(sums.shape)}."
-        )
-    if not torch.isfinite(sums).all():
-        raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
-    return sums
 
 
 def _loaded_count(count: object) -> int:

@@ -47,13 +47,32 @@ class _Exposure(RankingMetric):
         if ranked.indices is None:
             raise ValueError(f"{type(self).__name__} needs the ranked items' ids")
         counts = exposure.item_counts(ranked.indices, self.top_k, self.num_items)
-        self._sum_per_k += counts.reshape(-1).to(device=self._device, dtype=torch.float64)
+        self._sum_per_k += counts.reshape(-1).to(device=self._device, dtype=torch.int64)
         self._num_examples += ranked.indices.shape[0]
+
+    def _zero_sums(self) -> torch.Tensor:
+        """Integer counts, exact and order-free as they are: no fixed-point limbs."""
+        return torch.zeros(self.num_values, dtype=torch.int64, device=self._device)
+
+    def _loaded_sums(self, sums: object) -> torch.Tensor:
+        """The counts of a saved state (float64 counts of older versions converted)."""
+        integral = isinstance(sums, torch.Tensor) and not sums.is_complex() and sums.dtype != torch.bool
+        if not integral or sums.shape != (self.num_values,):
+            shown = f"{sums.dtype} of shape {tuple(sums.shape)}" if isinstance(sums, torch.Tensor) else sums
+            raise ValueError(
+                f"state_dict['_sum_per_k'] must hold {self.num_values} item counts "
+                f"(len(top_k) x num_items), got {shown}."
+            )
+        if sums.is_floating_point() and not bool((torch.isfinite(sums) & (sums == sums.round())).all()):
+            raise ValueError("state_dict['_sum_per_k'] must hold whole item counts.")
+        if bool((sums < 0).any()):
+            raise ValueError("state_dict['_sum_per_k'] must hold non-negative item counts.")
+        return sums.detach().to(torch.int64).clone()
 
     def _counts(self) -> torch.Tensor:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
-        return self._sum_per_k.reshape(len(self.top_k), self.num_items)
+        return self._sum_per_k.reshape(len(self.top_k), self.num_items).to(torch.float64)
 
 
 class Coverage(_Exposure):
@@ -61,8 +80,8 @@ class Coverage(_Exposure):
 
     .. math:: \text{Coverage}@k = \frac{|\bigcup_q \text{top}_k(q)|}{\text{num\_items}}
 
-    As RecBole's ``ItemCoverage``. The state is one count per item and cutoff (float64, exact
-    to 2**53 lists), all-reduced by sum: it grows with the catalog (``num_items``), not with the
+    As RecBole's ``ItemCoverage``. The state is one count per item and cutoff (int64, exact
+    and order-free), all-reduced by sum: it grows with the catalog (``num_items``), not with the
     data, and ``per_query`` is not offered. ``relevance_threshold`` and ``ignore_zero_hits`` do
     not apply: every query's list counts. Inputs: dense ``(y_pred, y)`` (columns are items),
     sparse labels or a :class:`~ignite_ranking.Retrieved` (its ids), not the flat form.

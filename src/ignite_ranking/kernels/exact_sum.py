@@ -1,0 +1,123 @@
+"""Exact, order-free sums of float64 values: fixed-point integers in int64 limbs.
+
+A float64 sum rounds after every addition, so the same values added in another order (other
+batch sizes, batch orders or numbers of processes) can differ in the last bits. Here every value
+``v`` is first rounded, on its own, to the nearest multiple of 2**-64 (an error of at most
+2**-65, and none for a value whose bits stop there, such as the reciprocal of a rank below 2**11
+or any multiple of 2**-64), then added exactly as an integer number of 2**-64 units. Integer sums
+are associative, so the sums, and the means :func:`limb_means` reads from them (one correctly
+rounded division of Python integers), are the same to the bit whatever the order or grouping of
+the additions.
+
+A sum is a ``(..., LIMBS)`` int64 tensor: the whole part, two 32-bit fraction limbs (in units of
+2**-32 and 2**-64) and a flag count of values that were not finite or not below ``2**31`` in
+magnitude, which make the mean NaN (as a non-finite value makes a float sum non-finite). The
+whole limb holds every total below ``2**63``.
+
+How: each ``(rows, columns)`` block of values is split level by level with Rump's error-free
+extraction ``q = fl(r + 1.5 * 2**52 * u) - 1.5 * 2**52 * u`` (``r`` rounded to a multiple of the
+unit ``u``, exactly, while ``|r| <= 2**51 u``) at the units 1, 2**-32 and 2**-64; every level's
+parts are integers of at most 2**31 units, so their float64 column sums are exact for up to 2**21
+rows a block, whatever order the reduction takes. No value is read back to the host.
+
+Example:
+    >>> import torch
+    >>> values = torch.tensor([[0.1], [0.2], [0.3]], dtype=torch.float64)
+    >>> sums = limb_sums(values)
+    >>> limb_means(sums, 3), [(0.1 + 0.2 + 0.3) / 3]  # correctly rounded, unlike the float sum
+    ([0.2], [0.20000000000000004])
+    >>> torch.equal(sums, carry(limb_sums(values[2:]) + limb_sums(values[:2])))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["LIMBS", "carry", "from_floats", "limb_means", "limb_sums", "limb_totals"]
+
+LIMBS = 4
+"""Limbs of one sum: whole part, high and low 32-bit fraction limbs, out-of-range flags."""
+
+_UNITS = (1.0, 2.0**-32, 2.0**-64)
+_BOUND = 2.0**31  # largest magnitude held; every level's parts stay within 2**31 units
+_BLOCK = 2**16  # values per block: two float64 scratch blocks of 512 KiB stay in cache
+_ROWS = 2**21  # rows per block: sums of 2**21 parts of 2**31 units or less are exact in float64
+_MASK = 2**32 - 1
+
+
+def limb_sums(values: torch.Tensor) -> torch.Tensor:
+    """The exact sums over the rows of ``(n, ...)`` values, as ``(..., LIMBS)`` carried limbs."""
+    v = values.to(torch.float64)
+    shape = v.shape[1:]
+    v = v.reshape(v.shape[0], math.prod(shape))
+    rows, columns = v.shape
+    out = torch.zeros((columns, LIMBS), dtype=torch.int64, device=v.device)
+    width = max(1, _BLOCK // max(1, min(rows, _ROWS)))
+    scratch = torch.empty((2, min(rows, _ROWS), min(width, columns)), dtype=torch.float64, device=v.device)
+    for top in range(0, rows, _ROWS):
+        for left in range(0, columns, width):
+            block = v[top : top + _ROWS, left : left + width]
+            out[left : left + width] += _block_sums(block, scratch[:, : block.shape[0], : block.shape[1]])
+    return carry(out.reshape(*shape, LIMBS))
+
+
+def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+    rest, part = scratch.unbind(0)
+    sums = torch.empty((block.shape[1], LIMBS), dtype=torch.int64, device=block.device)
+    for level, unit in enumerate(_UNITS):
+        shift = 1.5 * 2.0**52 * unit
+        source = block if level == 0 else rest
+        torch.add(source, shift, out=part).sub_(shift)  # source rounded to a multiple of unit
+        sums[:, level] = part.sum(dim=0).div_(unit)  # an exact integer below 2**53
+        if level < len(_UNITS) - 1:
+            torch.sub(source, part, out=rest)  # exact: what the coarser levels left
+    inside = (block.amax(dim=0) < _BOUND) & (block.amin(dim=0) > -_BOUND)  # False for NaN
+    sums[:, -1] = (~inside).to(torch.int64)
+    return sums
+
+
+def carry(sums: torch.Tensor) -> torch.Tensor:
+    """Limbs with the fraction limbs' carries moved up (each fraction limb in ``[0, 2**32)``).
+
+    Sums of carried limbs (across updates or processes) stay far from overflow; carrying again
+    gives the one canonical form of a total, so equal totals have equal limbs.
+    """
+    whole, high, low, flags = sums.unbind(dim=-1)
+    high = high + (low >> 32)  # arithmetic shifts: floor division, right for negative limbs too
+    low = low & _MASK
+    whole = whole + (high >> 32)
+    high = high & _MASK
+    return torch.stack([whole, high, low, flags], dim=-1)
+
+
+def limb_totals(sums: torch.Tensor) -> list[int | None]:
+    """Each sum as an exact Python integer of 2**-64 units (None where a value was flagged)."""
+    return [
+        None if flags else (whole << 64) + (high << 32) + low
+        for whole, high, low, flags in sums.reshape(-1, LIMBS).tolist()
+    ]
+
+
+def limb_means(sums: torch.Tensor, count: int) -> list[float]:
+    """The means ``sum / count`` of ``(c, LIMBS)`` sums, each correctly rounded to float64."""
+    scale = count << 64
+    return [math.nan if total is None else total / scale for total in limb_totals(sums)]
+
+
+def from_floats(totals: torch.Tensor) -> torch.Tensor:
+    """Limbs of float totals (the sums of a state saved before limbs, converted on load).
+
+    Each finite total below 2**62 in magnitude is held exactly when its bits stop at 2**-64,
+    else rounded to the nearest multiple of 2**-64; a non-finite total is flagged.
+    """
+    limbs = []
+    for total in totals.to(torch.float64).reshape(-1).tolist():
+        if not math.isfinite(total) or abs(total) >= 2.0**62:
+            limbs.append([0, 0, 0, 1])
+            continue
+        units = round(total * 2.0**64)  # exact: a power-of-two scaling, then the nearest integer
+        limbs.append([units >> 64, (units >> 32) & _MASK, units & _MASK, 0])
+    return torch.tensor(limbs, dtype=torch.int64, device=totals.device).reshape(*totals.shape, LIMBS)
