@@ -281,6 +281,8 @@ def _normalize_flat_rows(rows: FlatRows, ranking: Ranking, hold_last: bool) -> N
         # Queries of one length are a dense batch, each row's position its index.
         shape = (lengths.numel(), int(lengths[0]))
         normalized = _normalize_dense(rows.preds.view(shape), rows.target.view(shape), ranking)
+        ranked = normalized.ranked  # flat rows are all judged: N is what is not relevant (bpref, AUC)
+        ranked.num_nonrelevant = shape[1] - ranked.num_relevant.to(_F64)
     else:
         normalized = _from_candidates(_ragged_candidates(rows, starts, lengths), ranking)
     normalized.query_ids = ids

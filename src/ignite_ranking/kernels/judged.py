@@ -23,6 +23,7 @@ from dataclasses import replace
 import torch
 
 from .batch import RankedBatch
+from .inputs import comparable_labels
 
 __all__ = [
     "bpref",
@@ -85,7 +86,8 @@ def mark_judgements(
     if judged is not None:
         ranked.judged = (ranked.labels > -torch.inf).to(torch.float64)
     if count_nonrelevant:
-        below = y < relevance_threshold
+        labels, threshold = comparable_labels(y, relevance_threshold)
+        below = ~(labels >= threshold)  # the exact test that decides relevance
         if judged is not None:
             below &= judged.to(y.device)
         if ignore_index is not None:
