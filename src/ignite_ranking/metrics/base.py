@@ -14,6 +14,7 @@ from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
 
 from ..kernels import RankedBatch, check_flag, check_inputs, check_threshold, check_ties, normalize_top_k
+from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums
 from ..kernels.forms import (
     FlatRows,
     Normalized,
@@ -25,7 +26,6 @@ from ..kernels.forms import (
     held_to_state,
     normalize,
 )
-from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
