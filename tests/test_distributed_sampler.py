@@ -172,6 +172,14 @@ def test_a_sampler_inside_a_batch_sampler_is_found():
     assert len(messages) == 1 and "pads the 7 queries to 8 over 4 processes" in messages[0]
 
 
+def test_fewer_queries_than_processes_count_several_times():
+    dataset = _dataset(2)
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset, num_replicas=5, rank=0, shuffle=False))
+    _, messages = _evaluate("single", loader)
+    assert len(messages) == 1
+    assert "pads the 2 queries to 5 over 5 processes, so queries are counted up to 3 times" in messages[0]
+
+
 def test_dropping_queries_warns_too():
     _, messages = _evaluate("single", _padding_loader(_dataset(9), drop_last=True))
     assert len(messages) == 1

@@ -168,7 +168,10 @@ def _uneven_message(data: object, owner: str) -> str | None:
     )
     if total > size:
         repeated = total - size
-        counted = f"{repeated} {'query is' if repeated == 1 else 'queries are'} counted twice"
+        if repeated <= size:
+            counted = f"{repeated} {'query is' if repeated == 1 else 'queries are'} counted twice"
+        else:  # fewer queries than processes: the padding goes round the data set more than once
+            counted = f"queries are counted up to {-(-total // size)} times"
         return (
             f"{owner}: the data loader's {type(sampler).__name__} pads the {size} queries to {total} over "
             f"{processes} processes, so {counted} and the result is not the mean over the data set. {fix}"
