@@ -11,9 +11,10 @@ Run on CPUs with two processes (the gloo backend):
 On a machine with GPUs, one process per GPU:
     python examples/distributed.py --backend nccl --nproc-per-node 2
 
-Each query is evaluated by exactly one process. Ignite's ``auto_dataloader`` (a
-``DistributedSampler``) pads the data set with repeated samples when its size does not divide
-by the number of processes, which would count some queries twice; this script shards by hand.
+Each query is evaluated by exactly one process. Ignite's ``auto_dataloader`` uses a
+``DistributedSampler`` by default, which pads the data set with repeated samples when its size
+does not divide by the number of processes and would count some queries twice (the metrics then
+warn with a ``PaddedSamplerWarning``); this script gives it an ``EvaluationSampler`` instead.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from pathlib import Path
 import ignite.distributed as idist
 import torch
 from ignite.engine import Engine
+from torch.utils.data import TensorDataset
 
 from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics, Recall
+from ignite_ranking.distributed import EvaluationSampler
 from ignite_ranking.functional import hit_rate, ndcg, recall, reciprocal_rank
 
 
@@ -44,13 +47,12 @@ def evaluate(local_rank: int, config: dict) -> None:
     torch.set_num_threads(1)
     rank, world_size, device = idist.get_rank(), idist.get_world_size(), idist.device()
     y_pred, y = make_data(config["queries"], config["items"], config["seed"])
-    # This process's shard: every world_size-th query, so shards differ in size by at most one.
-    shard = torch.arange(rank, config["queries"], world_size)
-    batches = list(zip(y_pred[shard].split(256), y[shard].split(256), strict=True))
+    dataset = TensorDataset(y_pred, y)
+    # This process's shard: a contiguous block of queries; the blocks cover every query once and
+    # differ in size by at most one. auto_dataloader splits the batch size over the processes.
+    loader = idist.auto_dataloader(dataset, batch_size=256 * world_size, sampler=EvaluationSampler(dataset))
 
-    def eval_step(
-        engine: Engine, batch: tuple[torch.Tensor, torch.Tensor]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def eval_step(engine: Engine, batch: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         return batch[0].to(device), batch[1].to(device)
 
     evaluator = Engine(eval_step)
@@ -60,8 +62,8 @@ def evaluate(local_rank: int, config: dict) -> None:
         ndcg=NDCG([10], device=device),
         recall=Recall([50], device=device),
     ).attach(evaluator, "ranking")
-    metrics = evaluator.run(batches).metrics["ranking"]
-    print(f"rank {rank}/{world_size} on {device}: {len(shard)} queries ranked here", flush=True)
+    metrics = evaluator.run(loader).metrics["ranking"]
+    print(f"rank {rank}/{world_size} on {device}: {len(loader.sampler)} queries ranked here", flush=True)
 
     if rank == 0:
         # The reference: every query in one process, averaged in float64.

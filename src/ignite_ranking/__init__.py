@@ -1,6 +1,6 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
-from . import catalog, functional
+from . import catalog, distributed, functional
 from .kernels.forms import Retrieved
 from .metrics import (
     AUC,
@@ -48,6 +48,7 @@ __all__ = [
     "Recall",
     "Retrieved",
     "catalog",
+    "distributed",
     "functional",
 ]
 __version__ = "0.1.0"

@@ -10,9 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import torch
+from ignite.engine import Engine
 from ignite.exceptions import NotComputableError
-from ignite.metrics.metric import Metric, reinit__is_reduced, sync_all_reduce
+from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
 
+from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import RankedBatch, check_flag, check_inputs, check_threshold, check_ties, normalize_top_k
 from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums
 from ..kernels.forms import (
@@ -182,6 +184,16 @@ class RankingMetric(Metric):
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""
         return ranked.num_relevant > 0
+
+    def attach(self, engine: Engine, name: str, usage: str | MetricUsage = EpochWise.usage_name) -> None:
+        """As :meth:`ignite.metrics.Metric.attach`; also warns (once) if the engine's data loader
+        repeats or drops queries (see :class:`~ignite_ranking.distributed.PaddedSamplerWarning`)."""
+        super().attach(engine, name, usage)
+        guard_sampler(self, engine)
+
+    def detach(self, engine: Engine, usage: str | MetricUsage = EpochWise.usage_name) -> None:
+        super().detach(engine, usage)
+        unguard_sampler(self, engine)
 
     @property
     def ranking(self) -> Ranking:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
+from ignite.engine import Engine
 from ignite.metrics import MetricGroup
+from ignite.metrics.metric import EpochWise, MetricUsage
 
+from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import check_flag
 from ..kernels.forms import (
     FlatRows,
@@ -135,6 +138,17 @@ class RankingMetrics(MetricGroup):
     def reset(self) -> None:
         self._held = None
         super().reset()
+
+    def attach(self, engine: Engine, name: str, usage: str | MetricUsage = EpochWise.usage_name) -> None:
+        """As :meth:`ignite.metrics.Metric.attach`; also warns once for the group (not per member)
+        if the engine's data loader repeats or drops queries
+        (see :class:`~ignite_ranking.distributed.PaddedSamplerWarning`)."""
+        super().attach(engine, name, usage)
+        guard_sampler(self, engine)
+
+    def detach(self, engine: Engine, usage: str | MetricUsage = EpochWise.usage_name) -> None:
+        super().detach(engine, usage)
+        unguard_sampler(self, engine)
 
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
         output, query_ids, judged = split_extras(output)
