@@ -4,7 +4,7 @@ and the number of processes.
 The same queries are cut into random batches in random orders, on one process and on 2, 3 and 4
 real gloo processes (each taking a random share, possibly none), in the dense, flat and
 ``Retrieved`` forms; every metric's ``compute()`` equals the one-batch, one-process value with
-``==``, and per-query values equal it too, in id order. The kernel of the exact sums is checked
+``==``, and so do per-query values, in id order, and the group's confidence intervals. The kernel of the exact sums is checked
 against ``math.fsum`` and exact rational arithmetic.
 """
 
@@ -42,7 +42,7 @@ def _make(name: str, per_query: bool = False):
     pq = {"per_query": per_query}
     if name == "group":
         members = {"mrr": MRR(KS), "ndcg": NDCG(KS), "map": MAP(KS), "recall": Recall(KS), "rbp": RBP(KS)}
-        return RankingMetrics(members, per_query=per_query)
+        return RankingMetrics(members, per_query=per_query, confidence=0.95)
     return {
         "mrr": lambda: MRR(KS, **pq),
         "ndcg": lambda: NDCG(KS, **pq),
@@ -94,6 +94,8 @@ def _evaluate(name: str, form: str, batches: list[torch.Tensor], per_query: bool
     for queries in batches:
         metric.update(_output(form, queries, keyed))
     result = {"value": metric.compute()}
+    if name == "group":  # the intervals are order-free too: exact sums of values and squares
+        result["interval"] = metric.interval()
     if keyed:
         found = metric.per_query_values()
         result["keys"] = found.keys.tolist()

@@ -3,7 +3,14 @@
 from . import auc, exposure, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .forms import Ranking, Retrieved, normalize
-from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
+from .inputs import (
+    ArgumentTypeError,
+    check_confidence,
+    check_flag,
+    check_inputs,
+    check_threshold,
+    normalize_top_k,
+)
 from .ranking import TIE_POLICIES, check_ties, rank_batch, top_indices
 
 __all__ = [
@@ -14,6 +21,7 @@ __all__ = [
     "Ranking",
     "Retrieved",
     "auc",
+    "check_confidence",
     "check_flag",
     "check_gain_function",
     "check_inputs",

@@ -188,6 +188,17 @@ def check_threshold(relevance_threshold: object) -> float:
     return float(relevance_threshold)
 
 
+def check_confidence(confidence: object) -> float | None:
+    """A confidence level for intervals: None (no interval) or a real number in (0, 1)."""
+    if confidence is None:
+        return None
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
+        raise TypeError(f"confidence must be None or a float in (0, 1), got {confidence!r}.")
+    if not 0 < float(confidence) < 1:
+        raise ValueError(f"confidence must be in (0, 1), such as 0.95, got {confidence!r}.")
+    return float(confidence)
+
+
 def check_flag(name: str, value: object) -> bool:
     """``value`` as a bool; takes Python and NumPy bools only (not 0/1, which may be a mistake)."""
     if not isinstance(value, (bool, np.bool_)):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import math
 import numbers
 import sys
 from collections import OrderedDict
@@ -15,8 +17,16 @@ from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
 
 from ..distributed import guard_sampler, unguard_sampler
-from ..kernels import RankedBatch, check_flag, check_inputs, check_threshold, check_ties, normalize_top_k
-from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums
+from ..kernels import (
+    RankedBatch,
+    check_confidence,
+    check_flag,
+    check_inputs,
+    check_threshold,
+    check_ties,
+    normalize_top_k,
+)
+from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums, limb_totals
 from ..kernels.forms import (
     FlatRows,
     Normalized,
@@ -31,7 +41,7 @@ from ..kernels.forms import (
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
-__all__ = ["RankingMetric", "SingleValueMetric", "normalize_judged"]
+__all__ = ["RankingMetric", "SingleValueMetric", "bounds_by_name", "normalize_judged"]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
 
@@ -147,19 +157,49 @@ class RankingMetric(Metric):
         per_query: bool = False,
         ignore_index: int | None = None,
         judged_only: bool = False,
+        confidence: float | None = None,
     ):
         self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
         self.judged_only = check_flag("judged_only", judged_only)
-        if self.judged_only and ties == "average":
-            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
         self.ignore_index = check_ignore_index(ignore_index)
-        self.ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
-        self.relevance_threshold = check_threshold(relevance_threshold)
-        self.ties = check_ties(ties)
-        if self.ties == "average" and self.without_average:
-            raise ValueError(f"{type(self).__name__} {self.without_average}; got ties='average'.")
         self._per_query = check_flag("per_query", per_query)
+        self._set_settings(
+            ignore_zero_hits=ignore_zero_hits,
+            relevance_threshold=relevance_threshold,
+            ties=ties,
+            confidence=confidence,
+        )
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
+
+    def __new__(cls, *args, **kwargs):
+        # Which arguments the caller set (not left to their defaults): a group's settings apply
+        # to the members that did not set their own (see RankingMetrics).
+        metric = super().__new__(cls)
+        bound = inspect.signature(cls.__init__).bind_partial(None, *args, **kwargs)
+        metric.__dict__["_explicit"] = frozenset(bound.arguments) - {"self"}
+        return metric
+
+    def _set_settings(self, **settings) -> None:
+        """Checks and sets ``ignore_zero_hits``, ``relevance_threshold``, ``ties`` and
+        ``confidence`` (those given), refusing a combination the metric does not define."""
+        checks = {
+            "ignore_zero_hits": lambda v: check_flag("ignore_zero_hits", v),
+            "relevance_threshold": check_threshold,
+            "ties": check_ties,
+            "confidence": check_confidence,
+        }
+        checked = {key: checks[key](value) for key, value in settings.items()}
+        ties = checked.get("ties", self.__dict__.get("ties", "first"))
+        if ties == "average" and self.judged_only:
+            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
+        if ties == "average" and self.without_average:
+            raise ValueError(f"{type(self).__name__} {self.without_average}; got ties='average'.")
+        if checked.get("confidence") is not None and not self.has_per_query_values:
+            raise ValueError(
+                f"{type(self).__name__} pools its queries: it has no per-query values to give an "
+                f"interval of; got confidence={checked['confidence']!r}."
+            )
+        self.__dict__.update(checked)
 
     @property
     def depth(self) -> int:
@@ -265,11 +305,18 @@ class RankingMetric(Metric):
             self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
+        if self.confidence is not None:  # the squares too, for the intervals
+            values = torch.cat([values, values.to(torch.float64).square()], dim=1)
         self._add_to_sums(limb_sums(values))
 
+    @property
+    def _sum_rows(self) -> int:
+        """Rows of the sums: one per value, and one per value's squares under ``confidence``."""
+        return self.num_values * (1 if self.confidence is None else 2)
+
     def _zero_sums(self) -> torch.Tensor:
-        """The empty sums: ``(num_values, LIMBS)`` int64 fixed-point limbs."""
-        return torch.zeros((self.num_values, LIMBS), dtype=torch.int64, device=self._device)
+        """The empty sums: ``(rows, LIMBS)`` int64 fixed-point limbs."""
+        return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
 
     def _add_to_sums(self, sums: torch.Tensor) -> None:
         self._sum_per_k = carry(self._sum_per_k + sums.to(self._device))
@@ -329,8 +376,65 @@ class RankingMetric(Metric):
     def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
-        means = limb_means(self._sum_per_k, int(self._num_examples.item()))
+        means = limb_means(self._sum_per_k[: self.num_values], int(self._num_examples.item()))
         return means if self.top_k is not None else means[0]
+
+    def interval(self) -> list[tuple[float, float]] | tuple[float, float]:
+        """Student t confidence intervals of the means, ``(low, high)`` per value of :meth:`compute`.
+
+        Needs ``confidence``; a collective under ``ignite.distributed``, like :meth:`compute`.
+        The interval is ``mean -/+ t * s / sqrt(n)``, with ``t`` the ``(1 + confidence) / 2``
+        quantile of Student's t with n - 1 degrees of freedom and ``s`` the sample standard
+        deviation of the n counted per-query values (from their exact sums and sums of squares):
+        ``scipy.stats.t.interval`` of the same values. It treats the queries as a sample of a
+        larger population; with one query it is ``(nan, nan)``. Needs scipy (the ``compare``
+        extra).
+
+        Example:
+            >>> import torch
+            >>> from ignite_ranking import MRR
+            >>> metric = MRR([1, 3], confidence=0.95)
+            >>> metric.update((torch.tensor([[0.9, 0.2, 0.5], [0.1, 0.2, 0.7], [0.3, 0.6, 0.1]]),
+            ...                torch.tensor([[1, 0, 0], [1, 0, 0], [1, 0, 0]])))
+            >>> [round(v, 4) for v in metric.compute()]
+            [0.3333, 0.6111]
+            >>> [(round(low, 4), round(high, 4)) for low, high in metric.interval()]
+            [(-1.1009, 1.7676), (-0.2507, 1.473)]
+        """
+        if self.confidence is None:
+            raise ValueError(
+                f"{type(self).__name__} keeps what an interval needs only when created with a confidence "
+                "level, such as confidence=0.95."
+            )
+        self.close_held()
+        return self._interval()
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def _interval(self) -> list[tuple[float, float]] | tuple[float, float]:
+        count = int(self._num_examples.item())
+        if count == 0:
+            raise NotComputableError(f"{type(self).__name__} must have at least one query before interval().")
+        quantile = t_quantile(self.confidence, count - 1)
+        totals = limb_totals(self._sum_per_k)
+        intervals = [
+            _t_interval(total, squares, count, quantile)
+            for total, squares in zip(totals[: self.num_values], totals[self.num_values :], strict=True)
+        ]
+        return intervals if self.top_k is not None else intervals[0]
+
+    def completed(self, engine, name: str) -> None:
+        """As :meth:`ignite.metrics.Metric.completed`; with ``confidence``, also publishes each
+        interval as ``"{name}@{k}_low"`` and ``"{name}@{k}_high"`` (``"{name}_low"`` without cutoffs)."""
+        super().completed(engine, name)
+        if self.confidence is not None:
+            engine.state.metrics.update(bounds_by_name(self.intervals_by_name(name)))
+
+    def intervals_by_name(self, name: str) -> dict[str, tuple[float, float]]:
+        """:meth:`interval` keyed as a group names the values (``"{name}@{k}"``, or ``name``)."""
+        intervals = self.interval()
+        if self.top_k is None:
+            return {name: intervals}
+        return {f"{name}@{k}": bounds for k, bounds in zip(self.top_k, intervals, strict=True)}
 
     def settings(self) -> dict:
         """What the state means: the metric's ``name`` and the arguments that change its numbers.
@@ -350,6 +454,8 @@ class RankingMetric(Metric):
         }
         if self.judged_only:  # only when set, so that states saved before the option still load
             settings["judged_only"] = True
+        if self.confidence is not None:  # the state then holds the sums of squares too
+            settings["confidence"] = self.confidence
         return settings
 
     def _state_dict_per_rank(self) -> OrderedDict:
@@ -416,18 +522,19 @@ class RankingMetric(Metric):
             shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
             raise TypeError(f"state_dict['_sum_per_k'] must be a tensor of sums, got {shown}.")
         if sums.is_floating_point():  # saved before the exact sums
-            if sums.shape != (self.num_values,):
+            if sums.shape != (self._sum_rows,):
                 raise ValueError(
-                    f"state_dict['_sum_per_k'] must have shape ({self.num_values}, {LIMBS}) (or "
-                    f"({self.num_values},) from an older version), got {tuple(sums.shape)}."
+                    f"state_dict['_sum_per_k'] must have shape ({self._sum_rows}, {LIMBS}) (or "
+                    f"({self._sum_rows},) from an older version), got {tuple(sums.shape)}."
                 )
             if not torch.isfinite(sums).all():
                 raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
             return from_floats(sums.detach())
-        if sums.dtype != torch.int64 or sums.shape != (self.num_values, LIMBS):
+        if sums.dtype != torch.int64 or sums.shape != (self._sum_rows, LIMBS):
             raise ValueError(
-                f"state_dict['_sum_per_k'] must be int64 limbs of shape ({self.num_values}, {LIMBS}), "
-                f"one row per cutoff, got {sums.dtype} of shape {tuple(sums.shape)}."
+                f"state_dict['_sum_per_k'] must be int64 limbs of shape ({self._sum_rows}, {LIMBS}), "
+                f"one row per cutoff (and per cutoff's squares under confidence), got {sums.dtype} "
+                f"of shape {tuple(sums.shape)}."
             )
         if bool((sums[:, -1] < 0).any()):
             raise ValueError("state_dict['_sum_per_k'] has a negative flag count; it is not a saved state.")
@@ -473,6 +580,34 @@ def _loaded_count(count: object) -> int:
     return count
 
 
+def bounds_by_name(intervals: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    """``{"mrr@10": (low, high)}`` as an engine publishes it: ``{"mrr@10_low": low, ...}``."""
+    bounds = {}
+    for name, (low, high) in intervals.items():
+        bounds[f"{name}_low"], bounds[f"{name}_high"] = low, high
+    return bounds
+
+
+def t_quantile(confidence: float, degrees: int) -> float:
+    """The ``(1 + confidence) / 2`` quantile of Student's t (scipy, imported when needed)."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise ImportError("confidence intervals need scipy: pip install 'ignite-ranking[compare]'") from None
+    return float(stats.t.ppf((1 + confidence) / 2, degrees)) if degrees > 0 else math.nan
+
+
+def _t_interval(total: int | None, squares: int | None, count: int, quantile: float) -> tuple[float, float]:
+    """``mean -/+ quantile * s / sqrt(n)`` from exact sums in 2**-64 units (sample variance exact)."""
+    if total is None or squares is None or count < 2:
+        return math.nan, math.nan
+    mean = total / (count << 64)
+    # n * sum(v^2) - (sum v)^2, in 2**-128 units: exact, never negative
+    spread = max((count * squares << 64) - total * total, 0)
+    sem = math.sqrt(spread / ((count * (count - 1) * count) << 128))
+    return mean - quantile * sem, mean + quantile * sem
+
+
 class SingleValueMetric(RankingMetric):
     """A metric with one value per query and no cutoffs (R-Precision, bpref, AUC): the
     positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
@@ -490,6 +625,7 @@ class SingleValueMetric(RankingMetric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        confidence: float | None = None,
     ):
         super().__init__(
             None,
@@ -501,4 +637,5 @@ class SingleValueMetric(RankingMetric):
             ties=ties,
             per_query=per_query,
             ignore_index=ignore_index,
+            confidence=confidence,
         )

@@ -20,7 +20,7 @@ from ..kernels.forms import (
     held_from_state,
     held_to_state,
 )
-from .base import RankingMetric, normalize_judged
+from .base import RankingMetric, bounds_by_name, normalize_judged
 from .per_query import PerQuery, query_keys, split_extras
 
 __all__ = ["RankingMetrics"]
@@ -34,7 +34,8 @@ class RankingMetrics(MetricGroup):
     :class:`~ignite_ranking.RPrecision`), ready for Ignite's loggers, and the whole dict under the
     name it was attached with. Results equal those of the members used alone; the group's
     ``output_transform`` is the one applied (the members' own are not). All members must share
-    ``relevance_threshold``, ``ties`` and ``ignore_index``, since they share one ranking. It takes
+    ``relevance_threshold``, ``ties`` and ``ignore_index``, since they share one ranking: set them
+    once on the group, and every member that did not set its own takes them. It takes
     every input form (:doc:`/inputs`); for the flat form the group, not its members, holds back
     the last query of each update.
 
@@ -47,6 +48,14 @@ class RankingMetrics(MetricGroup):
         per_query: keep every member's per-query values (memory O(queries)) for
             :meth:`per_query_values`; members must then share ``ignore_zero_hits``. An update may
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
+        relevance_threshold, ties, ignore_zero_hits, confidence: settings for every member
+            that did not set its own (None: the members' own). A member that set another value
+            itself is refused, naming it; members to which a setting does not apply (Coverage and
+            GiniIndex count every list; they and GAUC pool their queries, so they have no
+            interval) keep theirs.
+
+    With ``confidence`` (say 0.95), :meth:`interval` gives every member's Student t interval, and
+    an engine's ``state.metrics`` also gets ``"{member}@{k}_low"`` and ``"{member}@{k}_high"``.
 
     Example:
         >>> import torch
@@ -65,6 +74,10 @@ class RankingMetrics(MetricGroup):
         skip_unrolling: bool = False,
         per_query: bool = False,
         ignore_index: int | None = None,
+        relevance_threshold: float | None = None,
+        ties: str | None = None,
+        ignore_zero_hits: bool | None = None,
+        confidence: float | None = None,
         **members: RankingMetric,
     ):
         merged = dict(metrics or {})
@@ -83,13 +96,23 @@ class RankingMetrics(MetricGroup):
                 )
         if len({id(m) for m in merged.values()}) != len(merged):
             raise ValueError("each metric instance may appear in the group once.")
-        shared = {(m.relevance_threshold, m.ties) for m in merged.values()}
-        if len(shared) > 1:
+        _apply_group_settings(
+            merged,
+            relevance_threshold=relevance_threshold,
+            ties=ties,
+            ignore_zero_hits=ignore_zero_hits,
+            confidence=confidence,
+        )
+        # Coverage and GiniIndex count lists whatever the threshold: theirs does not count here.
+        judging = [m for m in merged.values() if _applies(m, "relevance_threshold")] or list(merged.values())
+        thresholds, tie_policies = {m.relevance_threshold for m in judging}, {m.ties for m in merged.values()}
+        if len(thresholds) > 1 or len(tie_policies) > 1:
             raise ValueError(
                 "members of one RankingMetrics must share relevance_threshold and ties, got "
-                f"{sorted(shared)}; use separate groups for different settings."
+                f"relevance_threshold {sorted(thresholds)} and ties {sorted(tie_policies)}; set them "
+                "once on the group, or use separate groups for different settings."
             )
-        threshold, ties = shared.pop()
+        threshold, ties = thresholds.pop(), tie_policies.pop()
         ignore_index = check_ignore_index(ignore_index)
         indices = {m.ignore_index for m in merged.values()}
         if ignore_index is None and len(indices) > 1:
@@ -185,13 +208,42 @@ class RankingMetrics(MetricGroup):
             values.update(zip(labels, member.values.values(), strict=True))
         return PerQuery(keys, values)
 
-    def compute(self) -> dict[str, float]:
+    def interval(self) -> dict[str, tuple[float, float]]:
+        """Each member's Student t intervals (see :meth:`ignite_ranking.MRR.interval`), under the
+        names of :meth:`compute`, for the members with a ``confidence`` (all of them when the
+        group was given one).
+
+        Example:
+            >>> import torch
+            >>> from ignite_ranking import MRR, NDCG, RankingMetrics
+            >>> group = RankingMetrics(mrr=MRR([3]), ndcg=NDCG([3]), confidence=0.9)
+            >>> y = torch.tensor([[1, 0, 0], [1, 0, 0]])
+            >>> group.update((torch.tensor([[0.2, 0.9, 0.4], [0.3, 0.2, 0.1]]), y))
+            >>> {name: tuple(round(v, 3) for v in bounds) for name, bounds in group.interval().items()}
+            {'mrr@3': (-1.438, 2.771), 'ndcg@3': (-0.828, 2.328)}
+        """
+        self._flush_held()
+        intervals = {}
+        for name, metric in self.metrics.items():
+            if metric.confidence is not None:
+                intervals.update(metric.intervals_by_name(name))
+        return intervals
+
+    def completed(self, engine, name: str) -> None:
+        """As ignite's; with members' ``confidence``, also publishes ``"{member}@{k}_low"``/``_high``."""
+        super().completed(engine, name)
+        engine.state.metrics.update(bounds_by_name(self.interval()))
+
+    def _flush_held(self) -> None:
         if self._held is not None:
             ranked = flush(self._held, self._ranking)
             ids = self._held.indexes[:1].cpu() if self._per_query else None
             for metric in self.metrics.values():
                 metric.accumulate(ranked, query_ids=ids)
             self._held = None
+
+    def compute(self) -> dict[str, float]:
+        self._flush_held()
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             value = metric.compute()
@@ -209,3 +261,35 @@ class RankingMetrics(MetricGroup):
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
         super()._load_state_dict_per_rank(state_dict)
         self._held = held_from_state(state_dict)
+
+
+def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: object) -> None:
+    """Gives each member the group's settings (those not None) unless it set its own.
+
+    A member that set a setting itself keeps it if equal and is refused if not; a setting that
+    does not apply to a member (not among what its state means) leaves it alone.
+    """
+    given = {key: value for key, value in settings.items() if value is not None}
+    for key, value in given.items():
+        for name, metric in members.items():
+            if not _applies(metric, key):
+                continue
+            if key in metric._explicit and getattr(metric, key) != value:
+                raise ValueError(
+                    f"metric {name!r} sets {key}={getattr(metric, key)!r} and the group {key}={value!r}; "
+                    f"leave {key} unset on the member to take the group's, or give both the same value."
+                )
+    for name, metric in members.items():
+        own = {key: value for key, value in given.items() if _applies(metric, key)}
+        if own:
+            try:
+                metric._set_settings(**own)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"metric {name!r}: {error}") from None
+            metric.reset()  # the state's shape may change (confidence keeps squares)
+
+
+def _applies(metric: RankingMetric, key: str) -> bool:
+    if key == "confidence":
+        return metric.has_per_query_values
+    return key in metric._settings_keys

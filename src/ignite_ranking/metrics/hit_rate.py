@@ -46,6 +46,7 @@ class HitRate(RankingMetric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        confidence: float | None = None,
     ):
         super().__init__(
             top_k,
@@ -57,6 +58,7 @@ class HitRate(RankingMetric):
             ties=ties,
             per_query=per_query,
             ignore_index=ignore_index,
+            confidence=confidence,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

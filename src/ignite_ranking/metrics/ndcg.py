@@ -51,6 +51,7 @@ class NDCG(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
         judged_only: bool = False,
+        confidence: float | None = None,
     ):
         super().__init__(
             top_k,
@@ -63,6 +64,7 @@ class NDCG(RankingMetric):
             per_query=per_query,
             ignore_index=ignore_index,
             judged_only=judged_only,
+            confidence=confidence,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 

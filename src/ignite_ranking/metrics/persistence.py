@@ -28,6 +28,7 @@ class _Persistent(RankingMetric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        confidence: float | None = None,
     ):
         super().__init__(
             top_k,
@@ -39,6 +40,7 @@ class _Persistent(RankingMetric):
             ties=ties,
             per_query=per_query,
             ignore_index=ignore_index,
+            confidence=confidence,
         )
         persistence.rank_biased_precision(_EMPTY, [1], p)  # refuses a p outside (0, 1)
         self.p = float(p)
@@ -135,6 +137,7 @@ class ERR(RankingMetric):
         ties: str = "first",
         per_query: bool = False,
         ignore_index: int | None = None,
+        confidence: float | None = None,
     ):
         super().__init__(
             top_k,
@@ -146,6 +149,7 @@ class ERR(RankingMetric):
             ties=ties,
             per_query=per_query,
             ignore_index=ignore_index,
+            confidence=confidence,
         )
         persistence.expected_reciprocal_rank(_EMPTY, [1], max_grade)  # refuses a bad max_grade
         self.max_grade = float(max_grade)
