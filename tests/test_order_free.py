@@ -4,8 +4,8 @@ and the number of processes.
 The same queries are cut into random batches in random orders, on one process and on 2, 3 and 4
 real gloo processes (each taking a random share, possibly none), in the dense, flat and
 ``Retrieved`` forms; every metric's ``compute()`` equals the one-batch, one-process value with
-``==``, and so do per-query values, in id order, and the group's confidence intervals. The kernel of the exact sums is checked
-against ``math.fsum`` and exact rational arithmetic.
+``==``, and so do per-query values (in id order) and the group's confidence intervals. The
+kernel of the exact sums is checked against ``math.fsum`` and exact rational arithmetic.
 """
 
 from __future__ import annotations
