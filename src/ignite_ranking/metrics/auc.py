@@ -24,6 +24,9 @@ class AUC(SingleValueMetric):
     whole rows, a sort of every row (O(n log n)) instead of a top-k selection. Arguments as
     :class:`~ignite_ranking.MRR`, without ``top_k``; ``ties="average"`` is refused.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import AUC

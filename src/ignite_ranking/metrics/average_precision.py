@@ -17,6 +17,9 @@ class MAP(RankingMetric):
     The divisor is the query's number of relevant items R, not ``min(k, R)`` (trec_eval's
     ``map_cut_k`` and ranx's ``map@k``). Arguments as :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import MAP

@@ -22,6 +22,9 @@ class HitRate(RankingMetric):
     later arguments by keyword. Ignite's HitRate counts ``label > 0`` as relevant; ours uses
     ``label >= relevance_threshold`` (the same for binary labels).
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import HitRate

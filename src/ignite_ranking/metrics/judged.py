@@ -23,6 +23,9 @@ class Bpref(SingleValueMetric):
     ranks whole rows (O(n log n) per row). Arguments as :class:`~ignite_ranking.MRR`, without
     ``top_k``; ``ties="average"`` is not supported.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import Bpref
@@ -52,6 +55,9 @@ class Judged(RankingMetric):
     with n the items of the row. Unjudged items are those an update's
     ``(y_pred, y, {"judged": mask})`` marks False; without a mask every item is judged and the
     value is 1. Arguments as :class:`~ignite_ranking.MRR`.
+
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
 
     Example:
         >>> import torch

@@ -52,6 +52,12 @@ class MRR(RankingMetric):
             judged otherwise). It ranks whole rows, O(n log n) per row instead of top-k. Also
             offered by :class:`~ignite_ranking.Precision`, :class:`~ignite_ranking.MAP`,
             :class:`~ignite_ranking.NDCG` and :class:`~ignite_ranking.Recall`.
+        confidence: a level such as 0.95 makes the state also keep the sums of squares, for
+            :meth:`interval` (Student t intervals; an engine then also gets ``"mrr@k_low"`` and
+            ``"mrr@k_high"``). Offered by every metric with per-query values.
+
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
 
     Example:
         >>> import torch

@@ -24,6 +24,9 @@ class NDCG(RankingMetric):
     0. Arguments and defaults follow :class:`ignite.metrics.NDCG`, plus ``ties`` as in
     :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import NDCG

@@ -59,6 +59,9 @@ class RBP(_Persistent):
     rank to the next (0.9 by default, as trec_eval; ir_measures' default is 0.8). The TREC layer's
     ``rbp`` uses graded gains as trec_eval does. Other arguments as :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import RBP
@@ -82,6 +85,9 @@ class RBPResidual(_Persistent):
     with :math:`n = \min(k, \text{items})`: the weight of the unjudged ranks plus that of the ranks
     beyond the list. As in trec_eval it is 0 for a query without an unjudged item in the top k.
     Unjudged items are those an update's ``(y_pred, y, {"judged": mask})`` marks False.
+
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
 
     Example:
         >>> import torch
@@ -110,6 +116,9 @@ class ERR(RankingMetric):
     :math:`g_i` is the label of the item at rank i if it is relevant (else :math:`R_i = 0`),
     capped at ``max_grade`` (:math:`g_{\max}`, 4 by default as in gdeval and ir_measures'
     ``ERR@k``). Not defined under ``ties="average"``. Other arguments as :class:`~ignite_ranking.MRR`.
+
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
 
     Example:
         >>> import torch
@@ -164,6 +173,9 @@ class NERR(ERR):
     .. math:: \text{nERR}@k = \text{ERR}@k / \text{ERR}@k(\text{labels in descending order})
 
     A query whose ideal ERR is 0 scores 0. Arguments as :class:`~ignite_ranking.ERR`.
+
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
 
     Example:
         >>> import torch

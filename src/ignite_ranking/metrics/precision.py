@@ -17,6 +17,9 @@ class Precision(RankingMetric):
     The divisor is k even when a query has fewer than k items (as trec_eval's ``P_k`` and ranx's
     ``precision@k``). Arguments as :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import Precision

@@ -19,6 +19,9 @@ class RPrecision(SingleValueMetric):
     within each query's top R by selection, without ranking that deep. Other arguments as
     :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import RPrecision

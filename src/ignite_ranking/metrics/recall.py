@@ -17,6 +17,9 @@ class Recall(RankingMetric):
     R counts every relevant item of the row, so recall stays below 1 when R > k (trec_eval's
     ``recall_k``). Arguments as :class:`~ignite_ranking.MRR`.
 
+    Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
+    unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
+
     Example:
         >>> import torch
         >>> from ignite_ranking import Recall
