@@ -37,6 +37,7 @@ class AUC(SingleValueMetric):
     """
 
     name = "auc"
+    count_rule = "had both a judged item below and one at or above relevance_threshold"
     without_average = "counts ties as one half itself"
     whole_row = True
     needs_counts = True

@@ -39,6 +39,7 @@ from ..kernels.forms import (
     normalize,
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from .label_notes import LabelNotes
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
 __all__ = ["RankingMetric", "SingleValueMetric", "bounds_by_name", "normalize_judged"]
@@ -137,6 +138,9 @@ class RankingMetric(Metric):
     needs_items = False
     has_per_query_values = True
     zero_without_hits = True
+    # Which queries count in the mean (the end of "none of the queries ..."), for the error of
+    # a metric that counted none.
+    count_rule = "had a label >= relevance_threshold"
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
     required_output_keys = ("y_pred", "y")
@@ -261,6 +265,10 @@ class RankingMetric(Metric):
         self._num_examples = torch.zeros((), dtype=torch.int64, device=self._device)
         self._held: FlatRows | None = None
         self._reset_per_query()
+        if "_label_notes" in self.__dict__:  # shared with a group's other members: reset in place
+            self._label_notes.reset()
+        else:
+            self._label_notes = LabelNotes()
 
     def _reset_per_query(self) -> None:
         self._query_values: list[torch.Tensor] = []
@@ -280,12 +288,15 @@ class RankingMetric(Metric):
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
+        self._label_notes.note(output, normalized.ranked, type(self).__name__, self.relevance_threshold)
 
     def close_held(self) -> None:
         """Counts the flat form's held-back query as complete (``compute`` does this first)."""
         if self._held is not None:
             ids = self._held.indexes[:1].cpu() if self._per_query else None
-            self.accumulate(flush(self._held, self.ranking), query_ids=ids)
+            ranked = flush(self._held, self.ranking)
+            self.accumulate(ranked, query_ids=ids)
+            self._label_notes.note(None, ranked, type(self).__name__, self.relevance_threshold)
             self._held = None
 
     @reinit__is_reduced
@@ -375,7 +386,9 @@ class RankingMetric(Metric):
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _mean(self) -> list[float] | float:
         if self._num_examples.item() == 0:
-            raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")
+            raise self._label_notes.not_computable(
+                type(self).__name__, self.relevance_threshold, self.count_rule
+            )
         means = limb_means(self._sum_per_k[: self.num_values], int(self._num_examples.item()))
         return means if self.top_k is not None else means[0]
 

@@ -21,6 +21,7 @@ from ..kernels.forms import (
     held_to_state,
 )
 from .base import RankingMetric, bounds_by_name, normalize_judged
+from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
 
 __all__ = ["RankingMetrics"]
@@ -156,6 +157,10 @@ class RankingMetrics(MetricGroup):
             for metric in merged.values():
                 metric._per_query = True
         self._per_query = per_query
+        # One set of notes for the group: it warns once, and each member's error reads it.
+        self._label_notes = LabelNotes()
+        for metric in merged.values():
+            metric._label_notes = self._label_notes
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
     def reset(self) -> None:
@@ -181,6 +186,7 @@ class RankingMetrics(MetricGroup):
         for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
+        self._label_notes.note(output, normalized.ranked, "RankingMetrics", self._ranking.relevance_threshold)
 
     def per_query_values(self) -> PerQuery:
         """Every member's per-query values under the names of :meth:`compute`, one key column.
@@ -240,6 +246,7 @@ class RankingMetrics(MetricGroup):
             ids = self._held.indexes[:1].cpu() if self._per_query else None
             for metric in self.metrics.values():
                 metric.accumulate(ranked, query_ids=ids)
+            self._label_notes.note(None, ranked, "RankingMetrics", self._ranking.relevance_threshold)
             self._held = None
 
     def compute(self) -> dict[str, float]:

@@ -1,0 +1,114 @@
+"""What a metric notes about the labels it is given: for its messages, never for its numbers.
+
+Two surprises reach a user without a word otherwise: fractional labels below the relevance
+threshold (0.5 with the default threshold of 1.0) silently count as not relevant, and an
+evaluation whose labels are all below the threshold ends in ``NotComputableError`` although many
+queries were passed. :class:`LabelNotes` warns once about the first and lets the error say the
+second: how many queries were seen, the threshold and the largest label seen.
+
+Cost: the fractional-label check reads the labels of the first update after each reset only;
+the largest label is taken only of updates in which no query had a relevant item (on CPU; on
+other devices, where reading a flag back would wait for the device, of every update).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import ignite.distributed as idist
+import torch
+from ignite.exceptions import NotComputableError
+
+from ..kernels import RankedBatch
+from ..kernels.forms import Retrieved
+from ..kernels.inputs import comparable_labels
+
+__all__ = ["FractionalLabelWarning", "LabelNotes"]
+
+
+class FractionalLabelWarning(UserWarning):
+    """Labels strictly between 0 and ``relevance_threshold`` that are not whole numbers (say 0.5
+    under the default threshold 1.0): they count as not relevant, which is rarely what was meant."""
+
+
+def _labels(output: object) -> torch.Tensor | None:
+    """The labels of an update in any input form (those of its judged items), or None."""
+    if isinstance(output, Retrieved):
+        return output.grades if output.grades is not None else None
+    if not isinstance(output, Sequence) or len(output) not in (2, 3):
+        return None
+    y = output[1]
+    if not isinstance(y, torch.Tensor):
+        return None
+    if y.layout == torch.sparse_coo:
+        return y._values()
+    if y.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        return y.values()
+    return y
+
+
+class LabelNotes:
+    """A metric's notes on its labels (not saved with its state; per process until gathered)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.seen = 0  # queries given, counted or not
+        self.largest: torch.Tensor | None = None  # of updates without a relevant item
+        self.checked = False  # the first update's labels were checked for fractions
+        self.warned = False
+
+    def note(self, output: object, ranked: RankedBatch, owner: str, threshold: float) -> None:
+        """Notes an update (after the metric accepted it)."""
+        self.seen += int(ranked.num_relevant.shape[0])
+        labels = _labels(output)
+        if labels is None or labels.numel() == 0:
+            return
+        if not self.checked:
+            self.checked = True
+            self._warn_of_fractions(labels, owner, threshold)
+        none_relevant = ranked.num_relevant.amax() <= 0 if ranked.num_relevant.numel() else torch.tensor(True)
+        if labels.device.type == "cpu" and not bool(none_relevant):
+            return
+        largest = torch.where(none_relevant, labels.amax().to(torch.float64), -math.inf)
+        self.largest = (
+            largest if self.largest is None else torch.maximum(self.largest, largest.to(self.largest))
+        )
+
+    def _warn_of_fractions(self, labels: torch.Tensor, owner: str, threshold: float) -> None:
+        if self.warned or not labels.is_floating_point() or threshold <= 0:
+            return
+        values, bound = comparable_labels(labels, threshold)
+        between = (values > 0) & ~(values >= bound) & (values != values.trunc())
+        if not bool(between.any()):
+            return
+        example = float(values[between].max())
+        self.warned = True
+        warnings.warn(
+            f"{owner}: labels such as {example:g} lie between 0 and relevance_threshold={threshold:g} "
+            f"and are not whole numbers; they count as not relevant. If they are graded relevance, "
+            f"pass relevance_threshold={example:g} (or the smallest grade that is relevant). "
+            "Warned once per metric.",
+            FractionalLabelWarning,
+            stacklevel=4,
+        )
+
+    def not_computable(self, owner: str, threshold: float, rule: str) -> NotComputableError:
+        """The error of a metric that counted no query, saying why (a collective: every process
+        raises it together, as the all-reduced count is 0 on every one)."""
+        largest = self.largest if self.largest is not None else torch.tensor(-math.inf, dtype=torch.float64)
+        seen = int(idist.all_reduce(torch.tensor(self.seen, dtype=torch.int64)))
+        largest = float(idist.all_reduce(largest.cpu().to(torch.float64), op="MAX"))
+        if seen == 0:
+            return NotComputableError(f"{owner} must have at least one query before compute().")
+        found = f" (the largest label seen was {largest:g})" if math.isfinite(largest) else ""
+        return NotComputableError(
+            f"{owner} saw {seen} {'query' if seen == 1 else 'queries'}, and none {rule}="
+            f"{threshold:g}{found}, so none counts in the mean "
+            "(ignore_zero_hits=True leaves out queries without a relevant item). Lower "
+            "relevance_threshold if those labels are relevant, or pass ignore_zero_hits=False to "
+            "count such queries as 0."
+        )
