@@ -10,8 +10,7 @@ import torch
 from ignite.engine import Engine
 from ignite.exceptions import NotComputableError
 
-from ignite_ranking import AUC, MRR, NDCG, RankingMetrics
-from ignite_ranking.metrics.label_notes import FractionalLabelWarning
+from ignite_ranking import AUC, MRR, NDCG, FractionalLabelWarning, RankingMetrics
 
 
 def _graded(batch: int = 50, num_items: int = 8, seed: int = 0):

@@ -7,6 +7,7 @@ from .exposure import Coverage, GiniIndex
 from .group import RankingMetrics
 from .hit_rate import HitRate
 from .judged import Bpref, Judged
+from .label_notes import FractionalLabelWarning
 from .mrr import MRR
 from .ndcg import NDCG
 from .per_query import PerQuery
@@ -26,6 +27,7 @@ __all__ = [
     "RBP",
     "Bpref",
     "Coverage",
+    "FractionalLabelWarning",
     "GiniIndex",
     "HitRate",
     "Judged",
