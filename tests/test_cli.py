@@ -74,3 +74,29 @@ def test_per_query_in_run_order(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "P@1", "-q"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert [row.split("\t")[1] for row in rows if row.split("\t")[1] != "all"] == ["q10", "q2", "q1"]
+
+
+# ----------------------------------------------------------------------------- errors keep their place
+
+
+def test_duplicate_run_document_names_file_and_line(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("1 0 doc12659 1\n")
+    lines = ["1 Q0 doc1 1 3.0 t", "# a comment", "1 Q0 doc12659 2 2.0 t", "", "1 Q0 doc12659 3 1.0 t"]
+    (tmp_path / "run").write_text("\n".join(lines) + "\n")
+    for ties in ("trec", "first", "average"):
+        for metric in ("P@1", "map"):  # with a cutoff the tail is cut after the duplicate check
+            args = ["evaluate", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", metric, "--ties", ties]
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert (
+                f"{tmp_path / 'run'}:5: document 'doc12659' appears twice for query '1' (first at line 3)"
+                in err
+            )
+
+
+def test_duplicate_judgement_names_file_and_line(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq1 0 b 0\nq2 0 a 1\nq1 0 a 2\n")
+    (tmp_path / "run").write_text("q1 Q0 a 1 1.0 t\n")
+    assert main(["evaluate", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "P@1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'qrels'}:4: document 'a' is judged twice for query 'q1' (first at line 1)" in err
