@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -360,3 +362,54 @@ def test_t_interval_function():
     assert tuple(got[:, 0]) == expected
     assert tuple(got[:, 1]) == (d[:, 1].mean(), d[:, 1].mean())
     assert np.isnan(stats.t_interval([0.3])).all()
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def test_cli_same_inputs_same_report(trec_files, capsys):
+    qrels_path, run_paths = trec_files
+    args = ["compare", qrels_path, *run_paths[:2], "-m", "ndcg@10", "--test", "t-test", "bootstrap"]
+    outputs = []
+    for _ in range(2):
+        assert main([*args, "--resamples", "300"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and ", seed 0" in outputs[0]
+    assert main([*args, "--resamples", "300", "--seed", "7"]) == 0
+    other = capsys.readouterr().out
+    assert ", seed 7" in other and other != outputs[0]
+
+
+def test_cli_one_shared_query(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq2 0 a 1\n")
+    (tmp_path / "a").write_text("q1 Q0 a 1 1.0 a\nq2 Q0 b 1 1.0 a\n")
+    (tmp_path / "b").write_text("q1 Q0 b 1 1.0 b\nq1 Q0 a 2 0.5 b\n")
+    paths = [str(tmp_path / n) for n in ("qrels", "a", "b")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["compare", *paths, "-m", "mrr@10"]) == 0
+    err = capsys.readouterr().err
+    assert "ignite-ranking: warning: the systems have only 1 query in common" in err
+    assert "RuntimeWarning" not in err
+
+
+def test_cli_compare_progress(trec_files, monkeypatch, capsys):
+    qrels_path, run_paths = trec_files
+    args = ["compare", qrels_path, *run_paths[:2], "-m", "mrr@10", "--resamples", "100"]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(args) == 0
+    assert "\r" in terminal.getvalue() and "reading" in terminal.getvalue()
+    terminal.seek(0), terminal.truncate()
+    assert main([*args, "--no-progress"]) == 0
+    assert terminal.getvalue() == ""
+    monkeypatch.undo()
+    # A pipe gets no bars unless asked.
+    base = [sys.executable, "-m", "ignite_ranking", *args]
+    assert b"\r" not in subprocess.run(base, capture_output=True, check=True).stderr
+    assert b"\r" in subprocess.run([*base, "--progress"], capture_output=True, check=True).stderr
