@@ -27,8 +27,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate a TREC run file (qid Q0 docno rank score tag [ignored...]) against a\n"
         "qrels file (qid iter docno rel), plain or gzip, as trec_eval 10 does. Blank lines and lines\n"
         "starting with '#' are skipped; a qrels grade below 0 marks a pooled but unjudged document\n"
-        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped;\n"
-        "the rank column is ignored and documents are ordered by score.",
+        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped (a\n"
+        "note on stderr says how many); the rank column is ignored and documents are ordered by\n"
+        "score.",
         epilog=MEASURE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
