@@ -26,7 +26,17 @@ extensions = [
     "sphinx.ext.mathjax",
     # After sphinx.ext.mathjax, whose mathjax_path it sets.
     "sphinx-mathjax-offline",
+    # A copy button on every code block; its script and icons are package data copied into
+    # _static, so it works offline too.
+    "sphinx_copybutton",
 ]
+
+# Copy the commands, not the prompts or the output: `$ ` (console) and `>>> ` / `... ` (pycon)
+# lines lose their prompt and the lines without one are left out; a block without prompts
+# (plain Python) is copied whole.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 
 # Formulas render from the built site alone, with no network: sphinx-mathjax-offline (the `docs`
 # extra) ships MathJax 3.2.2, fonts included, as package data and copies it into

@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ignite_ranking.cli import main
-from ignite_ranking.compare import compare, stats
+from ignite_ranking.compare import CompareWarning, compare, stats
 from ignite_ranking.trec import evaluate, read_qrels, read_run
 
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -299,3 +302,114 @@ def test_cli_names_a_missing_extra_instead_of_a_traceback(trec_files, monkeypatc
     monkeypatch.setattr(stats, "_scipy_stats", without_scipy)
     assert main(["compare", qrels_path, *run_paths[:2], "-m", "mrr@10"]) == 1
     assert "pip install 'ignite-ranking[compare]'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- reproducible by default
+
+
+def test_default_seed_gives_the_same_report():
+    systems = _systems()
+    kwargs = {"tests": ["randomization", "bootstrap"], "resamples": 300}
+    one, two = compare(systems, **kwargs), compare(systems, **kwargs)
+    assert one.seed == 0 and one.to_dict() == two.to_dict()
+    assert "seed 0" in str(one)
+    assert compare(systems, seed=None, **kwargs).seed is None  # fresh randomness on request
+
+
+# ----------------------------------------------------------------------------- one shared query
+
+
+def test_one_shared_query_warns_clearly_instead_of_scipy():
+    systems = {"a": {"m": [0.1]}, "b": {"m": [0.5]}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # scipy's raw warnings would raise here
+        with pytest.warns(CompareWarning, match="only 1 query in common"):
+            report = compare(systems, tests=list(stats.TESTS))
+    c = report.comparisons[0]
+    assert c.difference == pytest.approx(0.4)
+    for value in (c.p["t-test"], c.p["bootstrap"], c.effect_size, *c.ci_t, *c.ci_bca, *c.ci_percentile):
+        assert np.isnan(value)
+    assert c.p["wilcoxon"] == 1.0 and c.p["randomization"] == 1.0
+
+
+# ----------------------------------------------------------------------------- t-interval
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1])
+def test_t_interval_equals_scipy(alpha):
+    systems = _systems(n=25)
+    report = compare(systems, alpha=alpha, resamples=200)
+    for c in report.comparisons:
+        d = np.asarray(systems[c.system_b][c.metric]) - np.asarray(systems[c.system_a][c.metric])
+        if d.std() > 0:
+            expected = scipy_stats.t.interval(1 - alpha, len(d) - 1, loc=d.mean(), scale=scipy_stats.sem(d))
+            assert c.ci_t == tuple(map(float, expected))  # the same numbers, to the bit
+        else:  # no spread: the point
+            assert c.ci_t == (c.difference, c.difference)
+    first = report.comparisons[0]
+    level = round(100 * (1 - alpha))
+    assert f"{level}% CI (t)" in str(report)
+    assert f"[{first.ci_t[0]:+.4f}, {first.ci_t[1]:+.4f}]" in str(report)
+    assert json.loads(report.to_json())["comparisons"][0]["ci_t"] == list(first.ci_t)
+    row = next(csv.DictReader(io.StringIO(report.to_csv())))
+    assert (float(row["ci_t_low"]), float(row["ci_t_high"])) == first.ci_t
+
+
+def test_t_interval_function():
+    d = np.array([[0.2, 0.1], [0.1, 0.1], [0.3, 0.1], [0.0, 0.1]])
+    got = stats.t_interval(d, alpha=0.05)
+    expected = scipy_stats.t.interval(0.95, 3, loc=d[:, 0].mean(), scale=scipy_stats.sem(d[:, 0]))
+    assert tuple(got[:, 0]) == expected
+    assert tuple(got[:, 1]) == (d[:, 1].mean(), d[:, 1].mean())
+    assert np.isnan(stats.t_interval([0.3])).all()
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def test_cli_same_inputs_same_report(trec_files, capsys):
+    qrels_path, run_paths = trec_files
+    args = ["compare", qrels_path, *run_paths[:2], "-m", "ndcg@10", "--test", "t-test", "bootstrap"]
+    outputs = []
+    for _ in range(2):
+        assert main([*args, "--resamples", "300"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and ", seed 0" in outputs[0]
+    assert main([*args, "--resamples", "300", "--seed", "7"]) == 0
+    other = capsys.readouterr().out
+    assert ", seed 7" in other and other != outputs[0]
+
+
+def test_cli_one_shared_query(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq2 0 a 1\n")
+    (tmp_path / "a").write_text("q1 Q0 a 1 1.0 a\nq2 Q0 b 1 1.0 a\n")
+    (tmp_path / "b").write_text("q1 Q0 b 1 1.0 b\nq1 Q0 a 2 0.5 b\n")
+    paths = [str(tmp_path / n) for n in ("qrels", "a", "b")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["compare", *paths, "-m", "mrr@10"]) == 0
+    err = capsys.readouterr().err
+    assert "ignite-ranking: warning: the systems have only 1 query in common" in err
+    assert "RuntimeWarning" not in err
+
+
+def test_cli_compare_progress(trec_files, monkeypatch, capsys):
+    qrels_path, run_paths = trec_files
+    args = ["compare", qrels_path, *run_paths[:2], "-m", "mrr@10", "--resamples", "100"]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(args) == 0
+    assert "\r" in terminal.getvalue() and "reading" in terminal.getvalue()
+    terminal.seek(0), terminal.truncate()
+    assert main([*args, "--no-progress"]) == 0
+    assert terminal.getvalue() == ""
+    monkeypatch.undo()
+    # A pipe gets no bars unless asked.
+    base = [sys.executable, "-m", "ignite_ranking", *args]
+    assert b"\r" not in subprocess.run(base, capture_output=True, check=True).stderr
+    assert b"\r" in subprocess.run([*base, "--progress"], capture_output=True, check=True).stderr

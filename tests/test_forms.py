@@ -601,3 +601,87 @@ def test_scores_of_padding_are_ignored(ties):
         got = _every_metric(Retrieved(ids, relevant, scores), ties)
         for name in NAMES:
             torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------------- int32 ids (ScaNN and others)
+
+
+def _random_retrieved(seed, batch=7, k=6, num_items=40, judged=9):
+    rng = np.random.default_rng(seed)
+    ids = np.full((batch, k), -1, dtype=np.int64)
+    relevant = np.full((batch, judged), -1, dtype=np.int64)
+    for row in range(batch):
+        found = rng.choice(num_items, rng.integers(0, k + 1), replace=False)
+        ids[row, : len(found)] = found
+        judgements = rng.choice(num_items, rng.integers(0, judged + 1), replace=False)
+        relevant[row, : len(judgements)] = judgements
+    scores = torch.from_numpy(rng.integers(0, 3, (batch, k)).astype(np.float32))  # ties
+    grades = torch.from_numpy(rng.integers(0, 3, (batch, judged)).astype(np.float64))
+    return torch.from_numpy(ids), torch.from_numpy(relevant), scores, grades
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_int32_retrieved_ids_equal_int64(seed):
+    ids, relevant, scores, grades = _random_retrieved(seed)
+    for extra in ({}, {"scores": scores}, {"scores": scores, "grades": grades}):
+        results = []
+        for ids_dtype, relevant_dtype in itertools.product((torch.int64, torch.int32), repeat=2):
+            group = _group(ties="average" if "scores" in extra else "first")
+            group.update(Retrieved(ids.to(ids_dtype), relevant.to(relevant_dtype), **extra))
+            results.append(group.compute())
+        assert all(r == results[0] for r in results[1:])
+    # With sparse judgements too (their indices are int64 already).
+    sparse = torch.zeros(ids.shape[0], 40)
+    rows, cols = (relevant >= 0).nonzero(as_tuple=True)
+    sparse[rows, relevant[rows, cols]] = 1.0
+    one, two = MRR([1, 5]), MRR([1, 5])
+    one.update(Retrieved(ids, sparse.to_sparse()))
+    two.update(Retrieved(ids.to(torch.int32), sparse.to_sparse()))
+    assert one.compute() == two.compute()
+
+
+def test_int32_flat_indexes_equal_int64():
+    rng = np.random.default_rng(4)
+    preds = torch.from_numpy(rng.random(60))
+    target = torch.from_numpy(rng.integers(0, 3, 60))
+    indexes = torch.from_numpy(np.sort(rng.integers(0, 12, 60)))
+    results = []
+    for dtype in (torch.int64, torch.int32):
+        group = _group()
+        group.update((preds, target, indexes.to(dtype)))
+        results.append(group.compute())
+    assert results[0] == results[1]
+    assert F.per_query((preds, target, indexes.to(torch.int32)), "mrr", [3]).values.equal(
+        F.per_query((preds, target, indexes), "mrr", [3]).values
+    )
+
+
+def test_wrong_id_dtypes_are_still_refused():
+    for dtype in (torch.int16, torch.uint8, torch.float32):
+        with pytest.raises(TypeError, match="int64 or int32"):
+            MRR([1]).update(Retrieved(torch.zeros(1, 2, dtype=dtype), torch.zeros(1, 1, dtype=torch.int64)))
+
+
+# ------------------------------------------------------------------------- naming the bad query
+
+
+def test_repeated_relevant_id_names_the_query_of_the_evaluation():
+    from ignite_ranking.kernels.forms import Ranking, normalize
+
+    ids = torch.tensor([[7, 3, 9], [4, -1, -1], [1, 2, 3]])
+    relevant = torch.tensor([[3, 5], [8, -1], [2, 2]])
+    ranking = Ranking(3)
+    with pytest.raises(
+        ValueError, match=r"Retrieved.relevant: row 2 of the batch lists item 2 more than once"
+    ):
+        normalize(Retrieved(ids, relevant), ranking)
+    with pytest.raises(ValueError, match=r"row 2 of the batch \(query 1002 of the evaluation, from 0\)"):
+        normalize(Retrieved(ids, relevant), ranking, first_query=1000)
+    with pytest.raises(ValueError, match=r"row 2 of the batch \(query id 'c'\) lists item 2"):
+        normalize(Retrieved(ids, relevant), ranking, first_query=1000, query_ids=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"Retrieved.ids: row 1 of the batch \(query id 11\) has padding"):
+        normalize(
+            Retrieved(torch.tensor([[1, 2], [-1, 3]]), relevant[:2]),
+            ranking,
+            query_ids=torch.tensor([10, 11]),
+        )

@@ -169,3 +169,25 @@ def test_retrieved_form_takes_query_ids():
     assert metric.per_query_values().values["mrr@2"].tolist() == [0.5, 0.5]
     with pytest.raises(ValueError, match="query_ids"):
         MRR([2], per_query=True).update((torch.rand(2, 3), torch.ones(2, 3), {"query_ids": [1]}))
+
+
+def test_int32_query_ids_equal_int64():
+    y_pred, y = _batches(seed=3, sizes=(6,))[0]
+    ids = torch.tensor([40, 7, 12, 3, 99, 5])
+    results = []
+    for dtype in (torch.int64, torch.int32):
+        group = RankingMetrics(mrr=MRR(KS), ndcg=NDCG(KS), per_query=True)
+        group.update((y_pred, y, {"query_ids": ids.to(dtype)}))
+        result = group.per_query_values()
+        results.append(result)
+        assert result.keys.dtype == torch.int64
+    assert results[0].keys.equal(results[1].keys)
+    assert all(results[0].values[n].equal(results[1].values[n]) for n in results[0].values)
+    # The flat form keys its queries by int32 indexes as by int64 ones.
+    flat = [y_pred.flatten(), y.flatten(), torch.arange(6).repeat_interleave(y.shape[1])]
+    keyed = []
+    for dtype in (torch.int64, torch.int32):
+        metric = MRR(KS, per_query=True)
+        metric.update((flat[0], flat[1], flat[2].to(dtype)))
+        keyed.append(metric.per_query_values())
+    assert keyed[0].keys.equal(keyed[1].keys) and keyed[0].values["mrr@1"].equal(keyed[1].values["mrr@1"])

@@ -167,3 +167,15 @@ def test_plain_and_exponent_scores_in_one_block(tmp_path):
     path = tmp_path / "run"
     path.write_text("".join(f"q Q0 d{i} {i} {token} t\n" for i, token in enumerate(tokens)))
     assert read_run(path).score.tolist() == [float(token) for token in tokens]
+
+
+@pytest.mark.parametrize("block", [5, 16, 1 << 20])
+def test_locate_entries_finds_lines_across_blocks(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(trec_io, "_BLOCK", block)
+    lines = ["# d7 q3", "3 Q0 d7x 1 1 t", "q3 Q0 d7 1 1 t", "", "3  Q0\td7 2 0.5 t", "3 Q0 d7 3 0.1 t"]
+    path = tmp_path / "run"
+    path.write_text("\n".join(lines))  # no final newline
+    assert trec_io.locate_entries(path, "3", b"d7") == [5, 6]
+    assert trec_io.locate_entries(path, "3", b"d7", limit=5) == [5, 6]
+    assert trec_io.locate_entries(path, "q3", b"d7") == [3]
+    assert trec_io.locate_entries(path, "3", b"nope") == []

@@ -120,8 +120,11 @@ def test_bad_top_k_is_refused_by_classes(cls, top_k, error):
 
 @pytest.mark.parametrize("cls", [MRR, HitRate, NDCG, Precision, Recall, MAP])
 def test_top_k_none_is_refused_by_classes(cls):
-    with pytest.raises(TypeError, match="top_k"):
+    # No "every item" None (torchmetrics' meaning): the message says what to pass instead.
+    with pytest.raises(TypeError, match=r"got None; there is no top_k=None .*at least the length"):
         cls(None)
+    with pytest.raises(TypeError, match="there is no top_k=None"):
+        functional_values("mrr", *GOOD, top_k=None)
 
 
 @pytest.mark.parametrize(("top_k", "error"), BAD_TOP_K, ids=[repr(t) for t, _ in BAD_TOP_K])

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+import warnings
 from collections.abc import Sequence
 
+from . import __version__
 from .trec import MEASURE_HELP, SCORE_PRECISIONS, evaluate, read_qrels, read_run, tie_policies
+from .trec.io import Qrels, Run
 
 __all__ = ["main"]
-
-_PROGRESS_BYTES = 32 << 20  # show progress bars for inputs larger than this
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ignite-ranking", description="Ranking metrics from the command line."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     ev = commands.add_parser(
         "evaluate",
@@ -26,8 +27,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate a TREC run file (qid Q0 docno rank score tag [ignored...]) against a\n"
         "qrels file (qid iter docno rel), plain or gzip, as trec_eval 10 does. Blank lines and lines\n"
         "starting with '#' are skipped; a qrels grade below 0 marks a pooled but unjudged document\n"
-        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped;\n"
-        "the rank column is ignored and documents are ordered by score.",
+        "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped (a\n"
+        "note on stderr says how many); the rank column is ignored and documents are ordered by\n"
+        "score.",
         epilog=MEASURE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -92,21 +94,68 @@ def _parser() -> argparse.ArgumentParser:
         help="torch threads for ranking and scoring (default 1: the batches' ops are too small to "
         "gain from more, and lose much on a busy machine)",
     )
-    bar = ev.add_mutually_exclusive_group()
-    bar.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="always show progress"
-    )
-    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    _add_progress(ev)
     _add_compare_parser(commands)
     return parser
 
 
+def _add_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show progress bars on stderr (default: only when stderr is a terminal, so that logs "
+        "and pipes get no bars)",
+    )
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    """``--progress``/``--no-progress``, else whether stderr is a terminal."""
+    if args.progress is not None:
+        return args.progress
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _note(message: str) -> None:
+    print(f"ignite-ranking: note: {message}", file=sys.stderr)
+
+
+def _check_query_ids(qrels: Qrels, run: Run, name: str, missing_as_zero: bool) -> None:
+    """Says on stderr how many queries of the run the qrels lack (they are skipped), and warns
+    when none of them is in the qrels: ids written differently (``q1`` against ``1``)."""
+    known = set(qrels.qids)
+    skipped = [q for q in run.qids if q not in known]
+    if not skipped:
+        return
+    if len(skipped) < len(run.qids):
+        _note(
+            f"{len(skipped)} of {len(run.qids)} queries of run {name} are not in the qrels and left "
+            "out (as trec_eval skips them)"
+        )
+        return
+    outcome = (
+        "with -c every qrels query counts as missing from the run and scores 0"
+        if missing_as_zero
+        else "there is nothing to evaluate"
+    )
+    print(
+        f"ignite-ranking: warning: none of the {len(run.qids)} query ids of run {name} is in the "
+        f"qrels (run ids such as {_examples(run.qids)}, qrels ids such as {_examples(qrels.qids)}); "
+        f"{outcome}. Do both files name the queries the same way?",
+        file=sys.stderr,
+    )
+
+
+def _examples(ids: Sequence[str], count: int = 3) -> str:
+    return ", ".join(repr(q) for q in ids[:count])
+
+
 def _evaluate(args: argparse.Namespace) -> int:
-    progress = args.progress
-    if progress is None:
-        progress = os.path.getsize(args.run) + os.path.getsize(args.qrels) > _PROGRESS_BYTES
+    progress = _progress(args)
     qrels = read_qrels(args.qrels, progress=progress)
     run = read_run(args.run, progress=progress)
+    _check_query_ids(qrels, run, args.run, args.missing_as_zero)
     result = evaluate(
         qrels,
         run,
@@ -182,7 +231,11 @@ def _add_compare_parser(commands) -> None:
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm", help="per metric (default: holm)")
     cmp.add_argument("--alpha", type=float, default=0.05, help="significance level; CIs are 1 - alpha")
     cmp.add_argument(
-        "--seed", type=int, default=None, help="seed of the randomization test and the bootstrap"
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the randomization test and the bootstrap (default 0: the same inputs give the "
+        "same report; the report prints it)",
     )
     cmp.add_argument("--resamples", type=int, default=10_000, help="Monte Carlo resamples (default 10000)")
     cmp.add_argument(
@@ -207,6 +260,7 @@ def _add_compare_parser(commands) -> None:
     cmp.add_argument(
         "-c", "--missing-as-zero", action="store_true", help="count qrels queries a run lacks as 0 for it"
     )
+    _add_progress(cmp)
 
 
 def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
@@ -217,16 +271,18 @@ def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare
+    from .compare import CompareWarning, compare
 
     if len(args.runs) < 2:
         raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
     if len(set(args.runs)) != len(args.runs):
         raise ValueError(f"each run may be given once, got {args.runs}")
-    qrels = read_qrels(args.qrels)
+    progress = _progress(args)
+    qrels = read_qrels(args.qrels, progress=progress)
     results, tags = [], []
     for path in args.runs:
-        run = read_run(path)
+        run = read_run(path, progress=progress)
+        _check_query_ids(qrels, run, path, args.missing_as_zero)
         tags.append(run.tag)
         results.append(
             evaluate(
@@ -237,6 +293,7 @@ def _compare(args: argparse.Namespace) -> int:
                 ties=args.ties,
                 score_precision=args.score_precision,
                 missing_as_zero=args.missing_as_zero,
+                progress=progress,
             )
         )
     names = _run_names(args.runs, tags)
@@ -252,22 +309,33 @@ def _compare(args: argparse.Namespace) -> int:
     for name, result in zip(names, results, strict=True):
         dropped = result.num_queries - len(common)
         if dropped:
-            print(
-                f"ignite-ranking: note: {dropped} of {result.num_queries} evaluated queries of run {name} "
-                "are missing from another run and left out (-c counts missing queries as 0)",
-                file=sys.stderr,
+            _note(
+                f"{dropped} of {result.num_queries} evaluated queries of run {name} "
+                "are missing from another run and left out (-c counts missing queries as 0)"
             )
-    report = compare(
-        dict(zip(names, results, strict=True)),
-        baseline=baseline,
-        tests=args.test,
-        correction=args.correction,
-        alpha=args.alpha,
-        alternative=args.alternative,
-        resamples=args.resamples,
-        seed=args.seed,
-        missing="intersect",
-    )
+    status = f"ignite-ranking: comparing {len(names)} runs on {len(common)} queries..."
+    if progress:  # the tests and the bootstrap of big runs take a while: say what is going on
+        print(status, file=sys.stderr, end="\r", flush=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CompareWarning)
+        report = compare(
+            dict(zip(names, results, strict=True)),
+            baseline=baseline,
+            tests=args.test,
+            correction=args.correction,
+            alpha=args.alpha,
+            alternative=args.alternative,
+            resamples=args.resamples,
+            seed=args.seed,
+            missing="intersect",
+        )
+    if progress:
+        print(" " * len(status), file=sys.stderr, end="\r", flush=True)
+    for warning in caught:
+        if issubclass(warning.category, CompareWarning):
+            print(f"ignite-ranking: warning: {warning.message}", file=sys.stderr)
+        else:  # not ours: as Python would have shown it
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     print(report.format(args.format))
     if args.plot:
         report.plot(args.plot)

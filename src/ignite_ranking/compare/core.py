@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -9,7 +10,11 @@ import numpy as np
 from . import stats
 from .report import Comparison, Report
 
-__all__ = ["compare"]
+__all__ = ["CompareWarning", "compare"]
+
+
+class CompareWarning(UserWarning):
+    """A comparison that runs but cannot say much, e.g. on fewer than two common queries."""
 
 
 def _system_table(name: str, system: object) -> tuple[list | None, list[str], np.ndarray]:
@@ -98,7 +103,7 @@ def compare(
     alpha: float = 0.05,
     alternative: str = "two-sided",
     resamples: int = 10_000,
-    seed: int | None = None,
+    seed: int | None = 0,
     missing: str = "error",
 ) -> Report:
     """Paired comparison of two or more systems on the same queries.
@@ -106,8 +111,12 @@ def compare(
     Each comparison pairs a system A with a system B (B against the baseline, or every pair
     ``i < j`` in the order of ``systems`` when there is none) on one metric; the difference is
     ``B - A`` per query. For each it reports both means, the mean difference with ``1 - alpha``
-    percentile and BCa bootstrap intervals, a p-value per test, the p-value adjusted over the
-    family of all comparisons of that metric, the paired Cohen's d, and wins/ties/losses of B.
+    Student t, percentile bootstrap and BCa bootstrap intervals, a p-value per test, the p-value
+    adjusted over the family of all comparisons of that metric, the paired Cohen's d, and
+    wins/ties/losses of B.
+
+    With fewer than two common queries, the t-test, the intervals, the bootstrap test and the
+    effect size are NaN (a single difference has no spread) and a :class:`CompareWarning` says so.
 
     Args:
         systems: name -> per-query values: a mapping of metric names to 1-D arrays (queries
@@ -121,7 +130,8 @@ def compare(
         alpha: significance level; the intervals have confidence ``1 - alpha``.
         alternative: ``"two-sided"``, ``"greater"`` (B better) or ``"less"``.
         resamples: Monte Carlo resamples of the randomization test and the bootstrap.
-        seed: makes the resampling reproducible (None: fresh randomness).
+        seed: the seed of the resampling (default 0, so that the same inputs give the same
+            report; None draws fresh randomness each call).
         missing: for keyed inputs that cover different queries, ``"error"`` or ``"intersect"``
             (compare on the queries every system has).
 
@@ -177,6 +187,14 @@ def compare(
     col_b = np.concatenate([values[j] for _, j in pairs], axis=1)
     diff = col_b - col_a
 
+    if len(queries) < 2:
+        warnings.warn(
+            f"the systems have only {len(queries)} query in common; the t-test, the t and "
+            "bootstrap intervals, the bootstrap test and the effect size need at least 2 and are "
+            "NaN (the Wilcoxon and randomization tests of a single query give p = 1)",
+            CompareWarning,
+            stacklevel=2,
+        )
     rand_seed, boot_seed = np.random.SeedSequence(seed).spawn(2)
     p: dict[str, np.ndarray] = {}
     if "t-test" in tests:
@@ -202,6 +220,7 @@ def compare(
     for test, values_p in p.items():
         table = values_p.reshape(len(pairs), num_metrics)
         adjusted[test] = np.stack([stats.adjust(table[:, m], correction) for m in range(num_metrics)], axis=1)
+    t_bounds = stats.t_interval(diff, alpha=alpha)
     effect = stats.effect_size(diff)
     wins, ties, losses = (diff > 0).sum(axis=0), (diff == 0).sum(axis=0), (diff < 0).sum(axis=0)
 
@@ -217,6 +236,7 @@ def compare(
                     mean_a=float(col_a[:, col].mean()),
                     mean_b=float(col_b[:, col].mean()),
                     difference=float(diff[:, col].mean()),
+                    ci_t=(float(t_bounds[0, col]), float(t_bounds[1, col])),
                     ci_percentile=(float(boot.percentile[0, col]), float(boot.percentile[1, col])),
                     ci_bca=(float(boot.bca[0, col]), float(boot.bca[1, col])),
                     p={test: float(p[test][col]) for test in tests},

@@ -37,6 +37,8 @@ class Comparison:
         mean_a, mean_b: the systems' means over the compared queries.
         difference: the mean of the per-query differences ``B - A``.
         ci_percentile, ci_bca: ``1 - alpha`` bootstrap intervals of the mean difference.
+        ci_t: the ``1 - alpha`` Student t-interval of the mean difference (n - 1 degrees of
+            freedom), the interval of the paired t-test.
         p, p_adjusted: test name -> p-value, and adjusted over the comparisons of the metric.
         effect_size: paired Cohen's d, mean difference / sd of the differences.
         wins, ties, losses: queries where B is above, equal to, below A.
@@ -56,6 +58,7 @@ class Comparison:
     wins: int
     ties: int
     losses: int
+    ci_t: tuple[float, float] = (math.nan, math.nan)
 
 
 def _clean(value):
@@ -140,15 +143,25 @@ class Report:
             tests += f" (one-sided: B {self.alternative} than A)"
         against = f"against baseline {self.baseline}" if self.baseline else "all pairs"
         seed = "none" if self.seed is None else self.seed
+        queries = "1 query" if self.num_queries == 1 else f"{self.num_queries} queries"
         return (
-            f"{self.num_queries} queries, {against}; {tests}; {_CORRECTION_NAMES[self.correction]} per "
-            f"metric; alpha {self.alpha:g}, {level:g}% bootstrap CIs (BCa), {self.resamples} resamples, "
-            f"seed {seed}"
+            f"{queries}, {against}; {tests}; {_CORRECTION_NAMES[self.correction]} per "
+            f"metric; alpha {self.alpha:g}, {level:g}% CIs (Student t; bootstrap BCa), {self.resamples} "
+            f"resamples, seed {seed}"
         )
 
     def _pair_header(self) -> list[str]:
         level = round(100 * (1 - self.alpha), 6)
-        header = ["metric", "A", "B", "mean A", "mean B", "B - A", f"{level:g}% CI (BCa)"]
+        header = [
+            "metric",
+            "A",
+            "B",
+            "mean A",
+            "mean B",
+            "B - A",
+            f"{level:g}% CI (t)",
+            f"{level:g}% CI (BCa)",
+        ]
         for test in self.tests:
             header.append(f"p {test}")
             if self.correction != "none":
@@ -159,7 +172,8 @@ class Report:
         rows = []
         for c in self.comparisons:
             row = [c.metric, c.system_a, c.system_b, _fmt(c.mean_a), _fmt(c.mean_b), _fmt(c.difference, True)]
-            row.append(f"[{_fmt(c.ci_bca[0], True)}, {_fmt(c.ci_bca[1], True)}]")
+            for low, high in (c.ci_t, c.ci_bca):
+                row.append(f"[{_fmt(low, True)}, {_fmt(high, True)}]")
             for test in self.tests:
                 row.append(_fmt_p(c.p[test]))
                 if self.correction != "none":
@@ -295,6 +309,7 @@ class Report:
                         "mean_a": c.mean_a,
                         "mean_b": c.mean_b,
                         "difference": c.difference,
+                        "ci_t": list(c.ci_t),
                         "ci_percentile": list(c.ci_percentile),
                         "ci_bca": list(c.ci_bca),
                         "p": dict(c.p),
@@ -315,7 +330,8 @@ class Report:
     def to_csv(self) -> str:
         """One row per comparison; full precision; empty cells for NaN."""
         header = ["metric", "system_a", "system_b", "mean_a", "mean_b", "difference"]
-        header += ["ci_percentile_low", "ci_percentile_high", "ci_bca_low", "ci_bca_high"]
+        header += ["ci_t_low", "ci_t_high", "ci_percentile_low", "ci_percentile_high", "ci_bca_low"]
+        header += ["ci_bca_high"]
         for test in self.tests:
             header += [f"p_{test}", f"p_adjusted_{test}"]
         header += ["effect_size", "wins", "ties", "losses"]
@@ -330,6 +346,7 @@ class Report:
                 c.mean_a,
                 c.mean_b,
                 c.difference,
+                *c.ci_t,
                 *c.ci_percentile,
                 *c.ci_bca,
             ]

@@ -34,6 +34,7 @@ __all__ = [
     "bootstrap",
     "effect_size",
     "randomization_test",
+    "t_interval",
     "t_test",
     "wilcoxon_test",
 ]
@@ -71,13 +72,53 @@ def _as_columns(x) -> np.ndarray:
 def t_test(a, b, alternative: str = "two-sided") -> np.ndarray:
     """Paired t-test p-values per column: ``scipy.stats.ttest_rel(b, a)`` (mean of ``b - a`` vs 0).
 
+    NaN, without scipy's ``RuntimeWarning``, for a column whose differences are all equal (no
+    spread to test against) and for fewer than two queries.
+
     Example:
         >>> t_test([0.1, 0.4, 0.3, 0.5], [0.3, 0.5, 0.6, 0.5]).round(4)
         array([0.1027])
     """
     a, b = _as_columns(a), _as_columns(b)
-    result = _scipy_stats().ttest_rel(b, a, axis=0, alternative=_check_alternative(alternative))
-    return np.atleast_1d(np.asarray(result.pvalue, dtype=np.float64))
+    _check_alternative(alternative)
+    out = np.full(a.shape[1], np.nan)
+    if a.shape[0] < 2:
+        return out
+    d = b - a
+    spread = np.flatnonzero(d.max(axis=0) > d.min(axis=0))
+    if spread.size:
+        result = _scipy_stats().ttest_rel(b[:, spread], a[:, spread], axis=0, alternative=alternative)
+        out[spread] = np.atleast_1d(np.asarray(result.pvalue, dtype=np.float64))
+    return out
+
+
+def t_interval(d, alpha: float = 0.05) -> np.ndarray:
+    """Student's t-interval of the mean of each column of ``d``: ``(2, columns)`` bounds.
+
+    ``scipy.stats.t.interval(1 - alpha, n - 1, loc=mean, scale=scipy.stats.sem(column))``, the
+    standard error being ``sd / sqrt(n)`` with ``sd`` the standard deviation (ddof 1) of the
+    ``n`` rows: the confidence interval that goes with the paired t-test. A column without
+    spread gets the point ``[mean, mean]``; fewer than two rows give NaN.
+
+    Example:
+        >>> t_interval([0.2, 0.1, 0.3, 0.0, 0.2, 0.4]).round(4).ravel().tolist()
+        [0.0516, 0.3484]
+    """
+    d = _as_columns(d)
+    n, columns = d.shape
+    out = np.full((2, columns), np.nan)
+    if n < 2:
+        return out
+    stats = _scipy_stats()
+    rows = np.ascontiguousarray(d.T)  # one contiguous row per column: the sums of a 1-D array
+    mean = rows.mean(axis=1)
+    scale = stats.sem(rows, axis=1)
+    spread = scale > 0
+    out[:, ~spread] = mean[~spread]
+    if spread.any():
+        low, high = stats.t.interval(1 - alpha, n - 1, loc=mean[spread], scale=scale[spread])
+        out[0, spread], out[1, spread] = low, high
+    return out
 
 
 def wilcoxon_test(a, b, alternative: str = "two-sided") -> np.ndarray:
@@ -233,7 +274,8 @@ def bootstrap(
     The intervals match ``scipy.stats.bootstrap((d,), np.mean, confidence_level=1 - alpha,
     method="percentile" | "BCa", batch=batch, rng=seed)`` for the same seed and batch (BCa's
     acceleration comes from the mean's closed-form jackknife). ``distribution`` may pass
-    precomputed resampled means of ``d`` (see :func:`bootstrap_means`).
+    precomputed resampled means of ``d`` (see :func:`bootstrap_means`). With fewer than two
+    rows every resample is the sample itself: the p-values and intervals are then NaN.
 
     Example:
         >>> result = bootstrap([0.2, 0.1, 0.3, 0.0, 0.2, 0.4], seed=0)
@@ -243,6 +285,9 @@ def bootstrap(
     d = _as_columns(d)
     _check_alternative(alternative)
     stats = _scipy_stats()
+    if d.shape[0] < 2:
+        nan = np.full((2, d.shape[1]), np.nan)
+        return Bootstrap(p_value=nan[0].copy(), percentile=nan.copy(), bca=nan.copy())
     if distribution is None:
         distribution = bootstrap_means(d, resamples=resamples, seed=seed, batch=batch)
     observed = d.mean(axis=0)

@@ -57,10 +57,11 @@ class Retrieved:
     """The output of a top-k search (FAISS, a vector database, ``torch.topk``) and its judgements.
 
     Attributes:
-        ids: ``(batch, k)`` int64 item ids. Without ``scores`` they are in rank order, best
+        ids: ``(batch, k)`` int64 or int32 item ids (ScaNN and others return int32; they are
+            widened to int64). Without ``scores`` they are in rank order, best
             first. ``-1`` pads a row with fewer results, only at its end; a row of padding is
             still a query (it found nothing).
-        relevant: the judged items of each query, either a ``(batch, m)`` int64 tensor of ids
+        relevant: the judged items of each query, either a ``(batch, m)`` int64 or int32 tensor of ids
             padded with ``-1`` (each listed id has label 1, or its entry of ``grades``), or a torch
             sparse COO/CSR ``(batch, num_items)`` tensor whose stored entries are the judged
             items and their grades. A judged grade below ``relevance_threshold`` is judged
@@ -144,7 +145,13 @@ class Normalized:
 
 
 def normalize(
-    output: object, ranking: Ranking, *, held: FlatRows | None = None, hold_last: bool = False
+    output: object,
+    ranking: Ranking,
+    *,
+    held: FlatRows | None = None,
+    hold_last: bool = False,
+    first_query: int | None = None,
+    query_ids: object = None,
 ) -> Normalized:
     """Checks an update's output in any form and ranks it once.
 
@@ -156,6 +163,10 @@ def normalize(
             the flat form continues them, any other form refuses to start while rows are held.
         hold_last: for the flat form, hold back the last query of this update instead of
             ranking it (a stream whose next update may continue it).
+        first_query: the arrival index (from 0, over the whole evaluation) of the batch's first
+            query, and ``query_ids`` the ids given with the batch, if any: only for messages,
+            which then name a bad query by its place in the evaluation or its id, not only by
+            its row in the batch.
 
     Raises:
         TypeError, ValueError: the output is in no form, or breaks its form's rules; the
@@ -163,7 +174,8 @@ def normalize(
     """
     if isinstance(output, Retrieved):
         _refuse_held(held, "a Retrieved batch")
-        return _from_candidates(_retrieved_candidates(output, ranking.ignore_index), ranking)
+        where = _QueryNames(first_query, query_ids)
+        return _from_candidates(_retrieved_candidates(output, ranking.ignore_index, where), ranking)
     forms = "(y_pred, y), (preds, target, indexes) or an ignite_ranking.Retrieved"
     if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
         # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
@@ -655,11 +667,39 @@ def _sparse_label_candidates(y_pred: object, y: torch.Tensor, ranking: Ranking) 
     )
 
 
-def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> tuple[torch.Tensor, bool]:
-    """Refuses ids that are not ``-1``-padded int64 rows of distinct in-range ids; returns the
-    valid mask and whether the ids ascend along every row (before its padding)."""
-    if ids.dtype != torch.int64:
-        raise TypeError(f"{name} must hold int64 item ids (-1 for padding), got {ids.dtype}.")
+@dataclass(frozen=True)
+class _QueryNames:
+    """Names a row of a batch in messages: its row, and its arrival index in the whole
+    evaluation (``first_query`` + row) or its given id, when the caller knows them."""
+
+    first_query: int | None = None
+    query_ids: object = None
+
+    def __call__(self, row: int) -> str:
+        if self.query_ids is not None:
+            try:
+                qid = self.query_ids[row]
+                qid = qid.item() if hasattr(qid, "item") else qid
+                return f"row {row} of the batch (query id {qid!r})"
+            except (IndexError, TypeError, KeyError, ValueError):
+                pass  # ids of the wrong shape are refused elsewhere; name the row alone
+        if self.first_query is not None:
+            return f"row {row} of the batch (query {self.first_query + row} of the evaluation, from 0)"
+        return f"row {row} of the batch"
+
+
+_ID_DTYPES = (torch.int64, torch.int32)
+
+
+def _check_ids(
+    ids: torch.Tensor, name: str, num_items: int | None, where: _QueryNames = _QueryNames()
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """Refuses ids that are not ``-1``-padded int64 or int32 rows of distinct in-range ids;
+    returns them as int64, the valid mask and whether the ids ascend along every row (before its
+    padding). ``where`` names a bad row in messages."""
+    if ids.dtype not in _ID_DTYPES:
+        raise TypeError(f"{name} must hold int64 or int32 item ids (-1 for padding), got {ids.dtype}.")
+    ids = ids.to(torch.int64)
     if ids.ndim != 2:
         raise ValueError(f"{name} must be 2-D with shape (batch, k), got shape {tuple(ids.shape)}.")
     valid = ids >= 0
@@ -668,10 +708,10 @@ def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> tuple[tor
     if num_items is not None and ids.numel() and int(ids.max()) >= num_items:
         raise ValueError(f"{name} must hold item ids < num_items={num_items}, got {int(ids.max())}.")
     if ids.shape[1] < 2:
-        return valid, True
+        return ids, valid, True
     if (valid[:, 1:] & ~valid[:, :-1]).any():
         row = int((valid[:, 1:] & ~valid[:, :-1]).any(dim=1).nonzero()[0])
-        raise ValueError(f"{name}: row {row} has padding (-1) before an id; pad only at the end of a row.")
+        raise ValueError(f"{name}: {where(row)} has padding (-1) before an id; pad only at the end of a row.")
     ascending = bool(((ids[:, 1:] > ids[:, :-1]) | ~valid[:, 1:]).all())
     if not ascending:  # ascending ids are distinct; others are sorted to find a repeated one
         ordered = ids.sort(dim=1).values
@@ -679,11 +719,13 @@ def _check_ids(ids: torch.Tensor, name: str, num_items: int | None) -> tuple[tor
         if repeated.any():
             row = int(repeated.any(dim=1).nonzero()[0])
             item = int(ordered[row, 1:][repeated[row]][0])
-            raise ValueError(f"{name}: row {row} lists item {item} more than once.")
-    return valid, ascending
+            raise ValueError(f"{name}: {where(row)} lists item {item} more than once.")
+    return ids, valid, ascending
 
 
-def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates:
+def _retrieved_candidates(
+    r: Retrieved, ignore_index: int | None, where: _QueryNames = _QueryNames()
+) -> _Candidates:
     """Retrieved ids as lists; labels looked up among the judged items of their query."""
     ids, relevant = r.ids, r.relevant
     for name, value in (("ids", ids), ("relevant", relevant)):
@@ -698,7 +740,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
         num_items = relevant.shape[1]
         batch = relevant.shape[0]
     else:
-        valid_relevant, _ = _check_ids(relevant, "Retrieved.relevant", None)
+        relevant, valid_relevant, _ = _check_ids(relevant, "Retrieved.relevant", None, where)
         batch, num_items = relevant.shape[0], None
         if r.grades is None:
             grades = torch.ones(relevant.shape, dtype=_F64, device=relevant.device)
@@ -716,7 +758,7 @@ def _retrieved_candidates(r: Retrieved, ignore_index: int | None) -> _Candidates
                 raise ValueError("Retrieved.grades must not contain NaN labels.")
         judged_rows = valid_relevant.nonzero(as_tuple=True)[0]
         judged_items, judged_labels = relevant[valid_relevant], grades[valid_relevant]
-    valid, ascending = _check_ids(ids, "Retrieved.ids", num_items)
+    ids, valid, ascending = _check_ids(ids, "Retrieved.ids", num_items, where)
     if ids.shape[0] != batch:
         raise ValueError(
             f"Retrieved.ids and relevant must have one batch size, got {ids.shape[0]} and {batch}."

@@ -153,13 +153,22 @@ def _is_int(value: object) -> bool:
 def normalize_top_k(top_k: object) -> list[int]:
     """Cutoffs as an ascending list of distinct positive ints.
 
-    Python and NumPy integers are accepted, bools are not.
+    Python and NumPy integers are accepted, bools are not. There is no ``top_k=None`` ("every
+    item", as torchmetrics has it): a metric's cutoffs name its values (``mrr@10``) and set how
+    deep it ranks, so a k at least as long as the longest ranking stands for every item (and
+    P@k still divides by that k). None is refused with a message saying so.
 
     Raises:
         ArgumentTypeError: ``top_k`` is not an int or a list/tuple of ints (a ``TypeError``,
             and a ``ValueError`` as Ignite's ``HitRate`` raises).
         ValueError: it is empty, or holds a value below 1.
     """
+    if top_k is None:
+        raise ArgumentTypeError(
+            "top_k must be a positive int or a list of positive ints, got None; there is no "
+            "top_k=None ('every item'): pass a k at least the length of the longest ranking, which "
+            "sees every item (Precision@k still divides by k), or use RPrecision for R-Precision."
+        )
     values = [top_k] if _is_int(top_k) else top_k
     if not isinstance(values, (list, tuple)):
         raise ArgumentTypeError(

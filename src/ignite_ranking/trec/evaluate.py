@@ -25,7 +25,9 @@ the qrels with no relevant document that the run answers are evaluated (every me
 count in the mean; qrels queries missing from the run are left out (as trec_eval 9 does;
 trec_eval 10.0-rc3 stops with an error there), or count as 0 with ``missing_as_zero=True``
 (``trec_eval -c``). A document twice in one query of the run, or one judgement twice in the
-qrels, is an error, as in trec_eval.
+qrels, is an error, as in trec_eval; for files read from disk it names the file and the line
+of the second occurrence (``run.txt:1042: document 'd7' appears twice for query '3' (first at
+line 17)``).
 
 Example:
     >>> import numpy as np
@@ -52,7 +54,7 @@ from ..kernels import TIE_POLICIES
 from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
 from .gains import GainRule, ideal_matrix
-from .io import Qrels, Run
+from .io import DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
 from .retrieved import RunQueries, trec_ranked
 from .scores import Batch, family_values
@@ -110,6 +112,15 @@ def _torch_threads(num_threads: int | None):
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def _located(qrels: Qrels, run: Run):
+    """Turns a duplicate found in the arrays into an error naming the file and its lines."""
+    try:
+        yield
+    except DuplicateEntryError as err:
+        raise err.located(run.path if err.kind == "run" else qrels.path) from None
 
 
 def _gain_rule(measure: Measure) -> GainRule | None:
@@ -204,7 +215,8 @@ def evaluate(
     mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
     keep = mapped >= 0
     rows = slice(None) if keep.all() else np.flatnonzero(keep)
-    queries = RunQueries.group(qrels, mapped[rows], run.docno[rows], run.score[rows], score_precision)
+    with _located(qrels, run):
+        queries = RunQueries.group(qrels, mapped[rows], run.docno[rows], run.score[rows], score_precision)
     num_q, count = len(qrels.qids), queries.count
 
     levels = sorted({relevance_level if m.rel is None else m.rel for m in measures})
@@ -276,7 +288,7 @@ def evaluate(
     workers = max(1, (os.cpu_count() or 1) // (num_threads or torch.get_num_threads()))
     size = max(1, min(batch_size, -(-len(evaluated) // (4 * workers))))
     batches = [evaluated[b0 : b0 + size] for b0 in range(0, len(evaluated), size)]
-    with _torch_threads(num_threads), ThreadPoolExecutor(max_workers=workers) as pool:
+    with _located(qrels, run), _torch_threads(num_threads), ThreadPoolExecutor(max_workers=workers) as pool:
         blocks = pool.map(score_batch, batches)
         if progress:
             from tqdm import tqdm

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .io import DuplicateEntryError
 from .judgements import words as docno_words
 
 __all__ = ["docno_order", "refuse_duplicates", "refuse_sorted_duplicates", "segments", "top_cells"]
@@ -61,9 +62,7 @@ def refuse_sorted_duplicates(sorted_grid: np.ndarray, lens: np.ndarray, names: l
     if same.any():
         i, j = map(int, np.argwhere(same)[0])
         duplicate = sorted_grid[:, i, j].astype(">u8").tobytes().rstrip(b"\0")  # words zero-pad
-        raise ValueError(
-            f"run: document {duplicate.decode(errors='replace')!r} appears twice for query {names[i]!r}"
-        )
+        raise DuplicateEntryError("run", names[i], duplicate)
 
 
 def refuse_duplicates(docno: np.ndarray, cells: np.ndarray, lens: np.ndarray, names: list[str]) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import re
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,7 +42,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Qrels", "Run", "open_trec_file", "read_qrels", "read_run"]
+__all__ = [
+    "DuplicateEntryError",
+    "Qrels",
+    "Run",
+    "locate_entries",
+    "open_trec_file",
+    "read_qrels",
+    "read_run",
+]
 
 _BLOCK = 2 << 20  # small enough for the per-block temporaries to stay in cache: ~25% less CPU than 8 MiB
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -60,12 +69,14 @@ class Qrels:
         qid: ``int32`` index into ``qids`` of each judgement.
         docno: the document id of each judgement (numpy bytes array).
         rel: ``int64`` relevance value of each judgement.
+        path: the file it was read from (None when built in memory), for messages.
     """
 
     qids: list[str]
     qid: np.ndarray
     docno: np.ndarray
     rel: np.ndarray
+    path: str | None = None
 
     def __len__(self) -> int:
         return len(self.qid)
@@ -83,6 +94,7 @@ class Run:
         docno: the document id of each entry (numpy bytes array).
         score: ``float64`` score of each entry.
         tag: the run tag of the first line ("" for an empty run).
+        path: the file it was read from (None when built in memory), for messages.
     """
 
     qids: list[str]
@@ -90,9 +102,80 @@ class Run:
     docno: np.ndarray
     score: np.ndarray
     tag: str = ""
+    path: str | None = None
 
     def __len__(self) -> int:
         return len(self.qid)
+
+
+class DuplicateEntryError(ValueError):
+    """A document listed twice for one query of a run, or judged twice for one query of the qrels.
+
+    The evaluation finds it on the parsed arrays, where line numbers are gone;
+    :meth:`located` looks the two lines up in the file (only then: an error path).
+
+    Attributes:
+        kind: ``"run"`` or ``"qrels"``.
+        qid, docno: the query id and the repeated document id.
+    """
+
+    def __init__(self, kind: str, qid: str, docno: bytes) -> None:
+        self.kind, self.qid, self.docno = kind, qid, docno
+        verb = "appears twice" if kind == "run" else "is judged twice"
+        self.what = f"document {docno.decode(errors='replace')!r} {verb} for query {qid!r}"
+        super().__init__(f"{kind}: {self.what}")
+
+    def located(self, path: str | os.PathLike | None) -> ValueError:
+        """The error as ``path:line: ...`` with the 1-based line of the second occurrence (and
+        the first), or itself when there is no file or the lines are not found."""
+        if path is None:
+            return self
+        try:
+            lines = locate_entries(path, self.qid, self.docno)
+        except (OSError, EOFError):
+            return self
+        if len(lines) < 2:
+            return self
+        return ValueError(f"{os.fspath(path)}:{lines[1]}: {self.what} (first at line {lines[0]})")
+
+
+_SEPARATORS = re.compile(rb"[\x00-\x20]+")
+
+
+def locate_entries(path: str | os.PathLike, qid: str, docno: bytes, limit: int = 2) -> list[int]:
+    """1-based numbers of the first ``limit`` lines of a run or qrels file whose query id (first
+    column) is ``qid`` and document id (third column) is ``docno``; comment lines are skipped.
+
+    Searches the file's blocks for ``docno`` and splits only the lines where it occurs.
+    """
+    wanted_qid = qid.encode("utf-8")
+    pattern = re.compile(re.escape(docno))
+    found: list[int] = []
+    line = 1
+    rest = b""
+    stream, raw = open_trec_file(path)
+    with raw, stream:
+        while len(found) < limit:
+            chunk = stream.read(_BLOCK)
+            data = rest + chunk
+            if not data:
+                break
+            cut = data.rfind(b"\n") + 1 if chunk else len(data)
+            block, rest = data[:cut], data[cut:]
+            last_start = -1
+            for match in pattern.finditer(block):
+                start = block.rfind(b"\n", 0, match.start()) + 1
+                if start == last_start:  # one line, several matches
+                    continue
+                last_start = start
+                end = block.find(b"\n", match.end())
+                tokens = [t for t in _SEPARATORS.split(block[start : end if end >= 0 else len(block)]) if t]
+                if len(tokens) >= 3 and tokens[0] == wanted_qid and tokens[2] == docno:
+                    found.append(line + block.count(b"\n", 0, start))
+                    if len(found) == limit:
+                        break
+            line += block.count(b"\n")
+    return found
 
 
 def open_trec_file(path: str | os.PathLike):
@@ -541,7 +624,7 @@ def read_qrels(path: str | os.PathLike, *, progress: bool = False) -> Qrels:
     names, qid, docno, rel, _ = _read(
         path, 4, 3, "qid iter docno rel", "relevance", integer=True, extra=False, progress=progress
     )
-    return Qrels(qids=names, qid=qid, docno=docno, rel=rel.astype(np.int64))
+    return Qrels(qids=names, qid=qid, docno=docno, rel=rel.astype(np.int64), path=os.fspath(path))
 
 
 def read_run(path: str | os.PathLike, *, progress: bool = False) -> Run:
@@ -555,4 +638,4 @@ def read_run(path: str | os.PathLike, *, progress: bool = False) -> Run:
     names, qid, docno, score, tag = _read(
         path, 6, 4, "qid Q0 docno rank score tag", "score", integer=False, extra=True, progress=progress
     )
-    return Run(qids=names, qid=qid, docno=docno, score=score, tag=tag)
+    return Run(qids=names, qid=qid, docno=docno, score=score, tag=tag, path=os.fspath(path))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .io import Qrels
+from .io import DuplicateEntryError, Qrels
 
 __all__ = ["NOT_IN_POOL", "PADDING", "UNJUDGED", "Judgements", "index_judgements", "judged_rows", "words"]
 
@@ -82,10 +82,7 @@ def index_judgements(qrels: Qrels) -> Judgements:
         duplicate = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
         a, b = order[duplicate], order[duplicate + 1]
         if qrels.qid[a] == qrels.qid[b] and qrels.docno[a] == qrels.docno[b]:
-            raise ValueError(
-                f"qrels: document {qrels.docno[a].decode(errors='replace')!r} is judged twice for "
-                f"query {qrels.qids[qrels.qid[a]]!r}"
-            )
+            raise DuplicateEntryError("qrels", qrels.qids[qrels.qid[a]], bytes(qrels.docno[a]))
     else:  # pragma: no cover - four 64-bit collisions in a row
         raise RuntimeError("could not hash the qrels without collisions")
     # Most run rows are not judged: a bitmap over the keys' low (hash) bits, 8+ slots per judgement
