@@ -76,3 +76,15 @@ def test_the_message_of_a_flat_stream_and_of_auc():
         auc.compute()
     with pytest.raises(NotComputableError, match="at least one query"):
         MRR([1]).compute()
+
+
+def test_a_bad_row_is_named_by_its_place_in_the_whole_evaluation():
+    from ignite_ranking import Retrieved
+
+    metric = MRR([3])
+    metric.update(Retrieved(torch.tensor([[1, 2], [3, 4]]), torch.tensor([[1, -1], [2, -1]])))
+    with pytest.raises(ValueError, match=r"row 1 of the batch \(query 3 of the evaluation"):
+        metric.update(Retrieved(torch.tensor([[1, 2], [3, 4]]), torch.tensor([[1, -1], [2, 2]])))
+    group = RankingMetrics(mrr=MRR([3]), ndcg=NDCG([3]))
+    with pytest.raises(ValueError, match=r"row 0 of the batch \(query 0 of the evaluation"):
+        group.update(Retrieved(torch.tensor([[1, 2]]), torch.tensor([[2, 2]])))

@@ -57,6 +57,8 @@ def normalize_judged(
     metrics: Sequence[RankingMetric],
     *,
     held: FlatRows | None,
+    first_query: int | None = None,
+    query_ids: object = None,
 ) -> Normalized:
     """:func:`~ignite_ranking.kernels.forms.normalize` plus what the unjudged-aware metrics read.
 
@@ -89,7 +91,9 @@ def normalize_judged(
             check_inputs(y_pred, y)
             output = (y_pred, mask_unjudged(y.detach(), judged))
             ranking = replace(ranking, labels=True)  # the judged flags are read off the labels
-    normalized = normalize(output, ranking, held=held, hold_last=True)
+    normalized = normalize(
+        output, ranking, held=held, hold_last=True, first_query=first_query, query_ids=query_ids
+    )
     ranked = normalized.ranked
     threshold = ranking.relevance_threshold
     if y is not None:
@@ -150,7 +154,7 @@ class RankingMetric(Metric):
 
     def __init__(
         self,
-        top_k: int | list[int] | None,
+        top_k: int | list[int],
         ignore_zero_hits: bool = True,
         relevance_threshold: float = 1.0,
         output_transform: Callable = lambda x: x,
@@ -284,7 +288,15 @@ class RankingMetric(Metric):
         ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too; a dense batch may carry
         ``{"judged": mask}`` there (see :doc:`/metrics/judged`)."""
         output, query_ids, judged = split_extras(output)
-        normalized = normalize_judged(output, self.ranking, judged, [self], held=self._held)
+        normalized = normalize_judged(
+            output,
+            self.ranking,
+            judged,
+            [self],
+            held=self._held,
+            first_query=self._label_notes.seen,  # for messages naming a bad query
+            query_ids=query_ids,
+        )
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held

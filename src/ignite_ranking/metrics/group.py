@@ -181,7 +181,15 @@ class RankingMetrics(MetricGroup):
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
         output, query_ids, judged = split_extras(output)
         members = list(self.metrics.values())
-        normalized = normalize_judged(output, self._ranking, judged, members, held=self._held)
+        normalized = normalize_judged(
+            output,
+            self._ranking,
+            judged,
+            members,
+            held=self._held,
+            first_query=self._label_notes.seen,  # for messages naming a bad query
+            query_ids=query_ids,
+        )
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
