@@ -14,14 +14,6 @@ Two selection methods, both exact, share the merge:
 - ``"topk"`` (CUDA and other accelerators): each chunk's own exact top k (``torch.topk`` and a
   tie fix that needs no data-dependent shapes) is merged at once. Nothing in the loop reads a
   value back to the host, so the device never waits for Python.
-
-Example:
-    >>> import torch
-    >>> from ignite_ranking import catalog
-    >>> users, items = torch.eye(2), torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
-    >>> catalog.top_k(users, items, k=2, exclude=torch.tensor([[1], [-1]]))[1]
-    tensor([[0, 2],
-            [2, 0]])
 """
 
 from __future__ import annotations
@@ -32,7 +24,7 @@ from typing import Union
 
 import torch
 
-from .kernels import check_ties
+from ..kernels import check_ties
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 

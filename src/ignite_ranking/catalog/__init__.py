@@ -1,0 +1,17 @@
+"""Exact top-k over a whole item catalog.
+
+:func:`top_k` ranks every item of a catalog for every query, one chunk of items at a time,
+without ever holding the ``(batch, num_items)`` score matrix (:mod:`.chunked`).
+
+Example:
+    >>> import torch
+    >>> from ignite_ranking import catalog
+    >>> users, items = torch.eye(2), torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    >>> catalog.top_k(users, items, k=2, exclude=torch.tensor([[1], [-1]]))[1]
+    tensor([[0, 2],
+            [2, 0]])
+"""
+
+from .chunked import BLOCK_BYTES, top_k
+
+__all__ = ["BLOCK_BYTES", "top_k"]
