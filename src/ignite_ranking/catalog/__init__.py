@@ -2,6 +2,9 @@
 
 :func:`top_k` ranks every item of a catalog for every query, one chunk of items at a time,
 without ever holding the ``(batch, num_items)`` score matrix (:mod:`.chunked`).
+:func:`sharded_top_k` does the same for a catalog split across the processes of a
+``torch.distributed`` group, one shard of items on each, with one all-gather of every
+process's ``(batch, k)`` candidates (:mod:`.sharded`). Both give the same result, bit for bit.
 
 Example:
     >>> import torch
@@ -13,5 +16,6 @@ Example:
 """
 
 from .chunked import BLOCK_BYTES, top_k
+from .sharded import sharded_top_k
 
-__all__ = ["BLOCK_BYTES", "top_k"]
+__all__ = ["BLOCK_BYTES", "sharded_top_k", "top_k"]
