@@ -15,7 +15,11 @@ Example:
             [2, 0]])
 """
 
-from .chunked import BLOCK_BYTES, top_k
+from .chunked import BLOCK_BYTES as _BLOCK_BYTES
+from .chunked import top_k
 from .sharded import sharded_top_k
+
+BLOCK_BYTES = _BLOCK_BYTES  # bound here with its docstring, for the API page
+"""Default size of one chunk's score block (``batch x chunk_size`` scores), 16 MiB."""
 
 __all__ = ["BLOCK_BYTES", "sharded_top_k", "top_k"]

@@ -29,7 +29,7 @@ from ..kernels import check_ties
 __all__ = ["BLOCK_BYTES", "top_k"]
 
 BLOCK_BYTES = 16 * 2**20
-"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 16 MiB."""
+"""Default size of one chunk's score block (``batch x chunk_size`` scores), 16 MiB."""
 
 Scorer = Callable[[int, int], torch.Tensor]
 Items = Union[torch.Tensor, Scorer]  # noqa: UP007 - a runtime alias, Python 3.10 friendly
