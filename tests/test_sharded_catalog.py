@@ -195,10 +195,21 @@ def reference(scenario: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return catalog.top_k(queries, items, scenario["k"], exclude=exclusions(scenario), **settings)
 
 
-# Bad calls: (name, what one rank or all pass differently). The base is a good 9-item layout.
-BAD = ["gap", "overlap", "num_items too large", "num_items too small", "offset not 0",
-       "queries shape", "queries values", "k", "bad items on one rank", "bad exclude on one rank",
-       "nan on one rank"]  # fmt: skip
+# Bad calls, each a change to a good layout of 3 items per rank (on one rank or on all).
+BAD = [
+    "gap",
+    "overlap",
+    "num_items too large",
+    "num_items too small",
+    "offset not 0",
+    "queries shape",
+    "queries dtype",
+    "queries values",
+    "k",
+    "bad items on one rank",
+    "bad exclude on one rank",
+    "nan on one rank",
+]
 
 
 def bad_call(name: str, world: int, rank: int) -> dict:
@@ -224,6 +235,8 @@ def bad_call(name: str, world: int, rank: int) -> dict:
             size = 2
     elif name == "queries shape" and last:
         queries = torch.cat([queries, queries[:1]])
+    elif name == "queries dtype" and last:
+        queries, items = queries.double(), items.double()
     elif name == "queries values" and last:
         queries = queries.clone()
         queries[1, 2] += 1
@@ -381,6 +394,7 @@ EXPECTED_BAD = {
     "num_items too small": r"rank {r} holds items past num_items={n4}",
     "offset not 0": r"items 0\.\.0 are on no rank \(a gap before rank 0's\)",
     "queries shape": r"queries: rank 0 has \(4, 3\) float32 on cpu, rank {r} has \(5, 3\) float32 on cpu",
+    "queries dtype": r"queries: rank 0 has \(4, 3\) float32 on cpu, rank {r} has \(4, 3\) float64 on cpu",
     "queries values": r"queries: the values on rank {r} are not rank 0's .*shard the items, not the queries",
     "k": r"k: rank 0 has 4, rank {r} has 5",
     "bad items on one rank": (
@@ -406,7 +420,7 @@ def test_bad_layouts_and_arguments_are_refused_on_every_rank(rank_results, name:
     values = {"r": last, "p": last - 1, "g": 3 * last, "o": 3 * last - 1, "n": 3 * world}
     values |= {"n2": 3 * world + 1, "n3": 3 * world + 2, "n4": 3 * world - 2}
     for bad, expected in EXPECTED_BAD.items():
-        if world == 1 and bad in ("gap", "overlap", "queries shape", "queries values", "k"):
+        if world == 1 and bad in ("gap", "overlap", "queries shape", "queries dtype", "queries values", "k"):
             continue  # a world of one cannot disagree with itself; its own checks still run
         for group_rank, rank in enumerate(members):
             outcome = rank_results[rank][name, "bad", bad]
