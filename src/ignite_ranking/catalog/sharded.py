@@ -102,8 +102,8 @@ def sharded_top_k(
     Without ``torch.distributed`` initialized (and ``group=None``) the process is a world of
     one: its shard must be the whole catalog. Under ``ignite.distributed`` the default group is
     the one ``idist.Parallel`` set up. The collectives run on CPU tensors under gloo and on the
-    current CUDA device (or the queries' one) under nccl; on CUDA nothing inside the chunk loop
-    reads a value back to the host.
+    current CUDA device under nccl; on CUDA nothing inside the chunk loop reads a value back to
+    the host (a call reads a few values back once: the layout table, the statuses).
 
     Args:
         queries: ``(batch, d)`` query embeddings, the same on every process (same shape, dtype,
@@ -159,9 +159,9 @@ def sharded_top_k(
         # 1. Every process checks its own arguments, then all share the outcome and the layout.
         try:
             shard = _Shard(queries, items, k, item_offset, num_items, chunk_size, ties)
-            row = shard.layout(comm.device(shard.device))
+            row = shard.layout(comm.device())  # not the data's: a refused process has none
         except Exception as error:  # every process must reach the gather below, even this one
-            refused, row = error, torch.zeros(len(_FIELDS), dtype=torch.int64, device=comm.device(None))
+            refused, row = error, torch.zeros(len(_FIELDS), dtype=torch.int64, device=comm.device())
         else:
             refused = None
         table = comm.gather(row).tolist()
@@ -326,16 +326,19 @@ class _Comm:
         if self.rank < 0:
             raise ValueError("sharded_top_k must run on the processes of group; this one is not in it.")
 
-    def device(self, data: torch.device | None) -> torch.device:
-        """Where the collectives' tensors live: CPU for gloo, CUDA for nccl, else the data's."""
+    def device(self, data: torch.device | None = None) -> torch.device:
+        """Where the collectives' tensors live: CPU for gloo, the current CUDA device for nccl.
+
+        With a backend per device type (``"cpu:gloo,cuda:nccl"``) or another backend, the
+        data's device (the processes agree on its type), or the CPU before it is known.
+        """
         cpu = torch.device("cpu")
         if self.backend is None:
             return data or cpu
-        if "nccl" in self.backend and "gloo" not in self.backend:
-            if data is not None and data.type == "cuda":
-                return data
+        nccl, gloo = "nccl" in self.backend, "gloo" in self.backend
+        if nccl and not gloo:
             return torch.device("cuda", torch.cuda.current_device())
-        if "gloo" in self.backend and "nccl" not in self.backend:
+        if gloo and not nccl:
             return cpu
         return data or cpu
 
