@@ -12,7 +12,10 @@ warm-up call, each repeat times, in this order, with a barrier before each:
 
 A repeat's time is its slowest rank's; the table shows the median over repeats. ``sharded``
 minus ``shard alone`` is what the distribution adds (the layout check, the all-gather and the
-merge). The ids and scores of every P are compared with the 1-process result (bitwise).
+merge). ``sharded CPU`` is the slowest rank's CPU time (``time.process_time``) of the same
+call: on a machine shared with other work, the wall-clock time of P processes says how much of
+the cores they got, the CPU time how much work each did. The ids and scores of every P are
+compared with the 1-process result (bitwise).
 
 Usage::
 
@@ -103,15 +106,18 @@ def worker(rank: int, world: int, port: int, batch: int, items: int, repeats: in
     if rank == 0:
         torch.save((scores, ids), Path(out_dir) / f"result-{world}.pt")
     times: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeats):
         for name, fn in cases.items():
             dist.barrier()
-            began = time.perf_counter()
+            began, began_cpu = time.perf_counter(), time.process_time()
             fn()
             times[name].append((time.perf_counter() - began) * 1e3)
+            cpu[name].append((time.process_time() - began_cpu) * 1e3)
     dist.barrier()
     dist.destroy_process_group()
-    print(json.dumps({"rank": rank, "times": times, "packet": packet, "shard": [start, stop]}))
+    report = {"rank": rank, "times": times, "cpu": cpu, "packet": packet, "shard": [start, stop]}
+    print(json.dumps(report))
     return 0
 
 
@@ -156,9 +162,9 @@ def run_world(world: int, batch: int, items: int, repeats: int, out_dir: str) ->
 # ------------------------------------------------------------------------------------ the table
 
 
-def slowest(reports: list[dict], name: str) -> list[float]:
-    """Each repeat's time of its slowest rank."""
-    return [max(values) for values in zip(*(r["times"][name] for r in reports), strict=True)]
+def slowest(reports: list[dict], name: str, clock: str = "times") -> list[float]:
+    """Each repeat's time (``"times"``: wall-clock, ``"cpu"``: CPU) of its slowest rank."""
+    return [max(values) for values in zip(*(r[clock][name] for r in reports), strict=True)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,15 +197,18 @@ def main(argv: list[str] | None = None) -> int:
             reports = run_world(world, batch, items, repeats, out_dir)
             results[world] = torch.load(Path(out_dir) / f"result-{world}.pt")
             medians = {name: statistics.median(slowest(reports, name)) for name in reports[0]["times"]}
+            medians["cpu"] = statistics.median(slowest(reports, "sharded", "cpu"))
             spread = slowest(reports, "sharded")
             rows.append((world, medians, f"{min(spread):.0f}-{max(spread):.0f}", reports[0]["packet"]))
             print(f"  {world} process(es): sharded {medians['sharded']:.0f} ms", flush=True)
-    base = rows[0][1]["sharded"]
+    base, base_cpu = rows[0][1]["sharded"], rows[0][1]["cpu"]
     header = [
         "processes",
         "sharded (ms)",
         "spread (ms)",
         "x 1 process",
+        "sharded CPU (ms)",
+        "CPU x 1 process",
         "shard alone (ms)",
         "sharded - shard alone (ms)",
         "all-gather alone (ms)",
@@ -211,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             medians["sharded"],
             spread,
             f"{medians['sharded'] / base:.2f}x",
+            medians["cpu"],
+            f"{medians['cpu'] / base_cpu:.2f}x",
             medians["shard alone"],
             medians["sharded"] - medians["shard alone"],
             medians["all-gather alone"],
