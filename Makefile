@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_forms.py
 	$(BIN)/python benchmarks/bench_catalog.py
+	$(BIN)/python benchmarks/bench_sharded.py
 
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)

@@ -97,3 +97,13 @@ def test_bench_forms_quick(capsys):
     out = capsys.readouterr().out
     assert "| flat | 500 queries x 20 candidates | torchmetrics |" in out
     assert "| retrieved | 500 queries x 20 candidates | ranx (dicts + build + evaluate) |" in out
+
+
+def test_bench_sharded_small(capsys):
+    # Worker processes of 1 and 2 ranks at a tiny size; the script asserts equal results itself.
+    bench = load("bench_sharded")
+    assert bench.main(["--small", "--queries", "64", "--items", "3000", "--processes", "1", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| processes | sharded (ms) |" in out
+    assert "| 1 | " in out and "| 2 | " in out
+    assert "equal to the 1-process run, bitwise: True" in out

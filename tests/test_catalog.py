@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from ignite_ranking import catalog
+from ignite_ranking.catalog import chunked
 
 METHODS = ["filter", "topk"]
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -26,7 +27,7 @@ DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 
 @pytest.fixture(params=METHODS)
 def method(request, monkeypatch):
-    monkeypatch.setattr(catalog, "_method_for", lambda device: request.param)
+    monkeypatch.setattr(chunked, "_method_for", lambda device: request.param)
     return request.param
 
 

@@ -1,8 +1,8 @@
 """Runs every script in examples/ at a small size and checks what it promises.
 
 The single-process examples are imported and their ``main(argv)`` called (one interpreter, so
-torch is imported once); the distributed one starts real worker processes, so it runs as a
-subprocess, as a user would run it.
+torch is imported once); the distributed ones start real worker processes, so they run as a
+subprocess, as a user would run them.
 """
 
 from __future__ import annotations
@@ -73,3 +73,26 @@ def test_distributed_two_gloo_processes(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert result["matches_single_process"] is True
     assert set(result["metrics"]) == {"mrr@1", "mrr@10", "hit_rate@10", "ndcg@10", "recall@50"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [2, 3])
+def test_sharded_catalog_equals_one_process(tmp_path: Path, processes: int) -> None:
+    out = tmp_path / "result.json"
+    size = ["--items", "20000", "--users", "300", "--epochs", "1", "--batch-size", "128"]
+    launch = ["--nproc-per-node", str(processes), "--out", str(out)]
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / "sharded_catalog.py"), *size, *launch],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    for rank in range(processes):
+        assert f"rank {rank}/{processes}" in run.stdout
+    result = json.loads(out.read_text())
+    assert result["world_size"] == processes
+    assert result["same_ranking"] is True and result["ranking_mismatches"] == []
+    assert result["same_metrics"] is True
+    assert set(result["metrics"]) == {f"{m}@{k}" for m in ("mrr", "ndcg", "recall") for k in (10, 100)}
+    assert 0.0 < result["metrics"]["recall@100"] <= 1.0

@@ -14,14 +14,6 @@ Two selection methods, both exact, share the merge:
 - ``"topk"`` (CUDA and other accelerators): each chunk's own exact top k (``torch.topk`` and a
   tie fix that needs no data-dependent shapes) is merged at once. Nothing in the loop reads a
   value back to the host, so the device never waits for Python.
-
-Example:
-    >>> import torch
-    >>> from ignite_ranking import catalog
-    >>> users, items = torch.eye(2), torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
-    >>> catalog.top_k(users, items, k=2, exclude=torch.tensor([[1], [-1]]))[1]
-    tensor([[0, 2],
-            [2, 0]])
 """
 
 from __future__ import annotations
@@ -32,12 +24,12 @@ from typing import Union
 
 import torch
 
-from .kernels import check_ties
+from ..kernels import check_ties
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
 BLOCK_BYTES = 16 * 2**20
-"""Default size of one chunk's score block, ``batch x chunk_size`` scores: 16 MiB."""
+"""Default size of one chunk's score block (``batch x chunk_size`` scores), 16 MiB."""
 
 Scorer = Callable[[int, int], torch.Tensor]
 Items = Union[torch.Tensor, Scorer]  # noqa: UP007 - a runtime alias, Python 3.10 friendly
@@ -103,27 +95,43 @@ def top_k(
     k = _check_k(k)
     ties = _check_catalog_ties(ties)
     batch, device, score_items, num_items, dtype = _scorer(queries, items, num_items)
-    if chunk_size is None:
-        itemsize = torch.empty(0, dtype=dtype).element_size()
-        chunk_size = max(1, BLOCK_BYTES // max(1, batch * itemsize))
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}.")
+    chunk_size = _chunk_size(chunk_size, batch, dtype)
+    pairs = None if exclude is None else _exclusion_pairs(exclude, batch, num_items)
+    spans = [(start, min(start + chunk_size, num_items)) for start in range(0, num_items, chunk_size)]
+    return _rank(score_items, spans, num_items, k, batch, device, dtype, pairs, ties, progress)
+
+
+def _rank(
+    score_items: Scorer,
+    spans: list[tuple[int, int]],
+    num_items: int,
+    k: int,
+    batch: int,
+    device: torch.device,
+    dtype: torch.dtype,
+    pairs: tuple[torch.Tensor, torch.Tensor] | None,
+    ties: str,
+    progress: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The top k of items ``0 .. num_items - 1``, scored ``score_items(start, stop)`` per span.
+
+    ``spans`` are the chunks, ``(start, stop)`` in increasing order, tiling the items; ``pairs``
+    the excluded ``(rows, cols)``. Arguments are already checked.
+    """
     depth = min(k, num_items)  # the state never holds more than the catalog
-    starts = list(range(0, num_items, chunk_size))
-    excluded = _Exclusions(exclude, batch, num_items, device, starts, chunk_size)
+    excluded = _Exclusions(pairs, batch, device, spans)
     if ties == "last":
-        starts.reverse()  # later ids first: a newcomer then loses every tie, as under "first"
+        spans = spans[::-1]  # later ids first: a newcomer then loses every tie, as under "first"
     method = _method_for(device)
     state = _State(batch, depth, ties, device)
     if not batch:
-        starts = []
+        spans = []
     pending = _Pending(ties)
     if progress:
         from tqdm import tqdm
 
-        starts = tqdm(starts, desc="scoring the catalog", unit="chunk", leave=False)
-    for start in starts:
-        stop = min(start + chunk_size, num_items)
+        spans = tqdm(spans, desc="scoring the catalog", unit="chunk", leave=False)
+    for start, stop in spans:
         scores = score_items(start, stop)
         if state.scores is None:
             state.start(scores.dtype)
@@ -164,6 +172,16 @@ def _check_catalog_ties(ties: object) -> str:
         )
     ties = check_ties(ties)
     return ties
+
+
+def _chunk_size(chunk_size: object, batch: int, dtype: torch.dtype) -> int:
+    """``chunk_size`` checked, or the default that keeps the score block near BLOCK_BYTES."""
+    if chunk_size is None:
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        return max(1, BLOCK_BYTES // max(1, batch * itemsize))
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}.")
+    return chunk_size
 
 
 def _scorer(queries, items, num_items):
@@ -254,23 +272,19 @@ class _Exclusions:
     The slices of all chunks are found at once, so the loop over chunks reads nothing back.
     """
 
-    def __init__(
-        self, exclude, batch: int, num_items: int, device: torch.device, starts: list[int], size: int
-    ):
+    def __init__(self, pairs, batch: int, device: torch.device, spans: list[tuple[int, int]]):
         self.rows = self.cols = None
         self.bounds: dict[int, tuple[int, int]] = {}
-        if exclude is None:
+        if pairs is None or not pairs[0].numel():
             return
-        rows, cols = _exclusion_pairs(exclude, batch, num_items)
-        if not rows.numel():
-            return
-        rows, cols = rows.to(device), cols.to(device)
+        rows, cols = pairs[0].to(device), pairs[1].to(device)
         order = (cols * max(batch, 1) + rows).argsort()
         self.rows, self.cols = rows[order], cols[order]
-        edges = torch.tensor(starts + [min(s + size, num_items) for s in starts], device=device)
+        edges = torch.tensor([start for start, _ in spans] + [stop for _, stop in spans], device=device)
         found = torch.searchsorted(self.cols, edges).tolist()
+        starts = [start for start, _ in spans]
         self.bounds = dict(
-            zip(starts, zip(found[: len(starts)], found[len(starts) :], strict=True), strict=True)
+            zip(starts, zip(found[: len(spans)], found[len(spans) :], strict=True), strict=True)
         )
 
     def within(self, start: int, stop: int):
