@@ -1,6 +1,6 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
-from . import auc, exposure, judged, persistence, scoring
+from . import auc, beyond, exposure, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .forms import Ranking, Retrieved, normalize
 from .inputs import ArgumentTypeError, check_flag, check_inputs, check_threshold, normalize_top_k
@@ -14,6 +14,7 @@ __all__ = [
     "Ranking",
     "Retrieved",
     "auc",
+    "beyond",
     "check_flag",
     "check_gain_function",
     "check_inputs",

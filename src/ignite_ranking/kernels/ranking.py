@@ -34,7 +34,7 @@ from .inputs import comparable_labels, count_relevant
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
-__all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
+__all__ = ["TIE_POLICIES", "check_ties", "ideal_last_run", "rank_batch", "top_indices"]
 
 TIE_POLICIES = ("first", "last", "average", "optimistic", "pessimistic")
 _BY_LABEL = ("optimistic", "pessimistic")
@@ -313,6 +313,7 @@ def rank_batch(
     count: bool = True,
     keep_indices: bool = False,
     labels: bool = True,
+    last_run: bool = False,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -333,6 +334,8 @@ def rank_batch(
             the catalog measures); otherwise they are dropped as soon as possible.
         labels: gather the ranked labels (``RankedBatch.labels``; None if False): gains and the
             judged flags read them, the other scorers read relevance only.
+        last_run: with ``ideal``, also count the whole run of the ideal ranking's last held
+            label (``RankedBatch.ideal_last_run``, see :func:`ideal_last_run`).
     """
     keep_labels = labels
     labels, threshold = comparable_labels(y, relevance_threshold)
@@ -366,7 +369,41 @@ def rank_batch(
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     batch.ideal_levels = levels
+    batch.catalog = torch.full((y.shape[0],), float(y.shape[1]), dtype=torch.float64, device=y.device)
+    if last_run and ideal:
+        batch.ideal_last_run = ideal_last_run(batch, labels)
     return batch
+
+
+def ideal_last_run(batch: RankedBatch, labels: torch.Tensor) -> torch.Tensor:
+    """``(batch,)`` float64: the items of each row whose label is that of the last held position
+    of its ideal ranking (position ``K``), where that position holds a relevant item; else 0.
+
+    The ideal ranking holds the ``K`` largest labels, so a run of equal labels that reaches
+    position ``K`` may go on below it; expected exposure's target shares exposure among all the
+    items of a run. From the label runs when the kernel counted them, else by counting that
+    label in the rows whose ``K``-th ideal item is relevant (a few rows at a time). For
+    thresholds above 0, where the ideal order is the label order.
+    """
+    rows_total, depth = batch.relevant.shape
+    out = torch.zeros(rows_total, dtype=torch.float64, device=batch.relevant.device)
+    if depth == 0:
+        return out
+    levels = batch.ideal_levels
+    if levels is not None:
+        at = (levels.counts.cumsum(dim=1) < depth).sum(dim=1, keepdim=True)
+        at = at.clamp(max=levels.counts.shape[1] - 1)
+        run = levels.counts.gather(1, at)[:, 0]
+        return torch.where(levels.relevant[at[:, 0]], run, out)
+    ideal_labels, ideal_relevant = batch.ideal()
+    last = ideal_labels[:, -1]
+    rows = (ideal_relevant[:, -1] > 0).nonzero().squeeze(1)
+    step = rows_per_chunk(labels.shape[1])
+    for start in range(0, rows.numel(), step):
+        chunk = rows[start : start + step]
+        same = labels.index_select(0, chunk).to(torch.float64) == last[chunk, None]
+        out[chunk] = same.sum(dim=1).to(torch.float64)
+    return out
 
 
 def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels):
