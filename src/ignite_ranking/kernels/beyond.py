@@ -36,11 +36,13 @@ __all__ = [
     "ExposureValues",
     "check_embeddings",
     "check_groups",
+    "check_item_ids",
     "check_patience",
     "check_popularity",
     "check_tail_items",
     "digest",
     "expected_exposure",
+    "exposure_catalog",
     "intra_list_diversity",
     "list_lengths",
     "list_means",
@@ -207,6 +209,38 @@ def popularity_ranks(popularity: torch.Tensor) -> torch.Tensor:
     ranks = torch.empty_like(order)
     ranks[order] = torch.arange(order.numel(), device=order.device)
     return ranks
+
+
+def check_item_ids(ranked: RankedBatch, size: int, statistic: str, owner: str) -> None:
+    """Refuses a ranked item id past the end of a statistic of ``size`` items."""
+    if ranked.indices is None or ranked.indices.numel() == 0:
+        return
+    largest = int(ranked.indices.max())
+    if largest >= size:
+        raise ValueError(
+            f"{owner}: {statistic} holds {size} items, but the batch ranks item id {largest}; give "
+            "statistics for the whole catalog (one entry per item id)."
+        )
+
+
+def exposure_catalog(ranked: RankedBatch, given: int | None) -> torch.Tensor:
+    """Each row's catalog size for expected exposure: the batch's own where its form tells it,
+    else ``given`` (``num_items``); refuses an unknown catalog or more relevant items than it."""
+    catalog = ranked.catalog
+    if catalog is None and given is not None:
+        catalog = torch.full_like(ranked.num_relevant, float(given))
+    if catalog is None:
+        raise ValueError(
+            "expected exposure needs the catalog size of a Retrieved batch with padded relevant ids "
+            "(its non-relevant items share the target exposure): pass num_items=, groups=, or a "
+            "sparse (batch, num_items) relevant."
+        )
+    if catalog.numel() and bool((ranked.num_relevant > catalog).any()):
+        raise ValueError(
+            "expected exposure: a query has more relevant items than the catalog size "
+            f"({int(catalog.min())}); relevant ids must be catalog items."
+        )
+    return catalog
 
 
 # ------------------------------------------------------------------------------------- lists

@@ -26,15 +26,7 @@ __all__ = [
 
 
 def _check_ids(ranked: RankedBatch, size: int, statistic: str, metric: str) -> None:
-    """Refuses a ranked item id past the end of a statistic (of ``size`` items)."""
-    if ranked.indices is None or ranked.indices.numel() == 0:
-        return
-    largest = int(ranked.indices.max())
-    if largest >= size:
-        raise ValueError(
-            f"{metric}: {statistic} holds {size} items, but the batch ranks item id {largest}; give "
-            "statistics for the whole catalog (one entry per item id)."
-        )
+    beyond.check_item_ids(ranked, size, statistic, metric)
 
 
 class _Statistics:
@@ -604,31 +596,13 @@ class ExpectedExposure(RankingMetric):
             return self.num_items
         return None if self._groups is None else self._groups.shape[0]
 
-    def _catalog(self, ranked: RankedBatch) -> torch.Tensor | None:
-        """Each row's catalog size: the batch's own where its form tells, else the given one."""
-        if ranked.catalog is not None:
-            return ranked.catalog
-        size = self._given_catalog
-        return None if size is None else torch.full_like(ranked.num_relevant, float(size))
-
     def check_ranked(self, ranked: RankedBatch) -> None:
-        catalog = self._catalog(ranked)
-        if catalog is None:
-            raise ValueError(
-                "ExpectedExposure needs the catalog size of a Retrieved batch with padded relevant ids "
-                "(its non-relevant items share the target exposure): pass num_items=, groups=, or a "
-                "sparse (batch, num_items) relevant."
-            )
-        if catalog.numel() and bool((ranked.num_relevant > catalog).any()):
-            raise ValueError(
-                "ExpectedExposure: a query has more relevant items than the catalog size "
-                f"({int(catalog.min())}); relevant ids must be catalog items."
-            )
+        beyond.exposure_catalog(ranked, self._given_catalog)
         if self._groups is not None:
             _check_ids(ranked, self._groups.shape[0], "groups", "ExpectedExposure")
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
-        catalog = self._catalog(ranked)
+        catalog = beyond.exposure_catalog(ranked, self._given_catalog)
         groups = None if self._stats is None else self._stats.on("groups", ranked.relevant.device)
         values = beyond.expected_exposure(ranked, self.top_k, self.patience, catalog, groups, self.num_groups)
         parts = [values.loss, values.disparity, values.relevance]
