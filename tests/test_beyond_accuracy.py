@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import socket
 
 import numpy as np
 import pytest
@@ -590,3 +591,214 @@ def _rebuild(name, metric, popularity, tail, embeddings, groups, ties):
     if name == "entropy":
         return ir.ShannonEntropy(KS, popularity.shape[0])
     return type(metric)(metric.top_k, _statistic_of(name, popularity, tail, embeddings)[0])
+
+
+# --------------------------------------------------------------------------- RecBole and Elliot
+
+# A fixed example: 4 users' top-3 lists over 6 items, each item's training interactions (one per
+# user and item, so that it is also the number of users who interacted: Elliot's popularity), and
+# the held-out relevant items (user 3 has none).
+FIXED_LISTS = [[0, 1, 2], [0, 3, 4], [1, 0, 5], [2, 4, 5]]
+FIXED_POPULARITY = [10.0, 6.0, 3.0, 3.0, 1.0, 1.0]
+FIXED_RELEVANT = [[1], [4, 0], [5], []]
+
+
+def _fixed(lists=FIXED_LISTS):
+    width = max(len(items) for items in lists)
+    ids = torch.tensor([items + [-1] * (width - len(items)) for items in lists])
+    relevant = torch.tensor([r + [-1] * (2 - len(r)) for r in FIXED_RELEVANT])
+    return ir.Retrieved(ids, relevant)
+
+
+def _ours(metric, lists=FIXED_LISTS):
+    metric.update(_fixed(lists))
+    return metric.compute()
+
+
+def recbole_average_popularity(lists, counts, k):
+    """RecBole's AveragePopularity: per user the cumulative mean of the items' counts, at k."""
+    return float(np.mean([np.cumsum([counts[i] for i in items])[k - 1] / k for items in lists]))
+
+
+def recbole_tail_percentage(lists, counts, tail_ratio, k):
+    """RecBole's TailPercentage with an integer tail_ratio: items of at most that many interactions."""
+    tail = {item for item, count in enumerate(counts) if count <= tail_ratio}
+    return float(np.mean([sum(1 for i in items[:k] if i in tail) / k for items in lists]))
+
+
+def recbole_shannon_entropy(lists, k):
+    """RecBole's ShannonEntropy code: natural log, divided by the number of distinct items."""
+    flat = [i for items in lists for i in items[:k]]
+    counts = {i: flat.count(i) for i in set(flat)}
+    total = len(lists) * k
+    return sum(-(c / total) * math.log(c / total) for c in counts.values()) / len(counts)
+
+
+def elliot_arp(lists, popularity, k):
+    return float(np.mean([sum(popularity[i] for i in items[:k]) / len(items[:k]) for items in lists]))
+
+
+def elliot_aplt(lists, long_tail, k):
+    return float(np.mean([len(set(items[:k]) & set(long_tail)) / len(items[:k]) for items in lists]))
+
+
+def elliot_shannon_entropy(lists, k):
+    """Elliot's SEntropy: item weights 1/|list| per user, -log2 of the item's share, over users."""
+    counts, weights, norm = {}, {}, 0
+    for items in lists:
+        top = items[:k]
+        norm += len(top)
+        for i in top:
+            counts[i] = counts.get(i, 0) + 1
+            weights[i] = weights.get(i, 0) + 1 / len(top)
+    return sum(w * -math.log2(counts[i] / norm) for i, w in weights.items()) / len(lists)
+
+
+def elliot_efd(lists, relevant, popularity, k, discount=None, relevance=None):
+    """Elliot's EFD: sum over ranks of rel * disc(r) * novelty, over the sum of disc(r); users
+    with a relevant item only; novelty -log2(users of i / all interactions)."""
+    discount = discount or (lambda r: 1 / math.log2(r + 2))
+    total = sum(popularity)
+    values = []
+    for items, rel in zip(lists, relevant, strict=True):
+        if not rel:
+            continue
+        nov = norm = 0.0
+        for r, i in enumerate(items[:k]):
+            weight = relevance(i, rel) if relevance else float(i in rel)
+            nov += weight * discount(r) * -math.log2(popularity[i] / total)
+            norm += discount(r)
+        values.append(nov / norm)
+    return float(np.mean(values))
+
+
+def recommenders_novelty(lists, counts, k):
+    """Microsoft Recommenders' novelty: historical item novelty averaged over all recommendations."""
+    total = sum(counts)
+    flat = [i for items in lists for i in items[:k]]
+    return sum(-math.log2(counts[i] / total) for i in flat) / len(flat)
+
+
+def test_average_popularity_and_tail_share_equal_recbole_and_elliot():
+    counts = torch.tensor(FIXED_POPULARITY)
+    ours = _ours(ir.AveragePopularity([1, 2, 3], counts))
+    for column, k in enumerate([1, 2, 3]):
+        assert ours[column] == pytest.approx(
+            recbole_average_popularity(FIXED_LISTS, FIXED_POPULARITY, k), abs=1e-12
+        )
+        assert ours[column] == pytest.approx(elliot_arp(FIXED_LISTS, FIXED_POPULARITY, k), abs=1e-12)
+    tail = counts <= 3  # RecBole's tail_ratio=3; Elliot's long tail given as the same items
+    ours = _ours(ir.LongTailShare([1, 2, 3], tail))
+    long_tail = tail.nonzero().squeeze(1).tolist()
+    for column, k in enumerate([1, 2, 3]):
+        assert ours[column] == pytest.approx(
+            recbole_tail_percentage(FIXED_LISTS, FIXED_POPULARITY, 3, k), abs=1e-12
+        )
+        assert ours[column] == pytest.approx(elliot_aplt(FIXED_LISTS, long_tail, k), abs=1e-12)
+
+
+def test_shannon_entropy_against_recbole_and_elliot():
+    ours = _ours(ir.ShannonEntropy([2, 3], num_items=6))
+    for column, k in enumerate([2, 3]):
+        distinct = len({i for items in FIXED_LISTS for i in items[:k]})
+        # RecBole's code: ln instead of log2, then divided by the number of distinct items.
+        assert recbole_shannon_entropy(FIXED_LISTS, k) == pytest.approx(
+            ours[column] * math.log(2) / distinct, abs=1e-12
+        )
+        assert recbole_shannon_entropy(FIXED_LISTS, k) != pytest.approx(ours[column], abs=1e-3)
+        # Elliot's SEntropy: the same value when every list has the same length ...
+        assert elliot_shannon_entropy(FIXED_LISTS, k) == pytest.approx(ours[column], abs=1e-12)
+    # ... and another one when they differ (it weighs each item by 1/|list| and divides by the users).
+    short = [[0, 1, 2], [0, 3, 4], [1, 0, 5], [2]]
+    ours = _ours(ir.ShannonEntropy([3], num_items=6), short)
+    assert ours[0] == pytest.approx(entropy_ref(short), abs=1e-12)
+    assert elliot_shannon_entropy(short, 3) != pytest.approx(ours[0], abs=1e-3)
+
+
+def test_novelty_against_recommenders_and_elliot():
+    popularity = torch.tensor(FIXED_POPULARITY)
+    ours = _ours(ir.Novelty([1, 2, 3], popularity))
+    for column, k in enumerate([1, 2, 3]):
+        # Microsoft Recommenders' novelty averages over all recommendations: equal for lists of one length.
+        assert ours[column] == pytest.approx(
+            recommenders_novelty(FIXED_LISTS, FIXED_POPULARITY, k), abs=1e-12
+        )
+        # Elliot's EFD weighs each rank by relevance and 1/log2(rank + 1), over users with a relevant
+        # item: another number. Without discount and relevance, over every user, it is ours.
+        efd = elliot_efd(FIXED_LISTS, FIXED_RELEVANT, FIXED_POPULARITY, k)
+        plain = elliot_efd(
+            FIXED_LISTS, [[0]] * 4, FIXED_POPULARITY, k, discount=lambda r: 1.0, relevance=lambda i, rel: 1.0
+        )
+        assert plain == pytest.approx(ours[column], abs=1e-12)
+        if k > 1:
+            assert efd != pytest.approx(ours[column], abs=1e-3)
+
+
+# --------------------------------------------------------------------------- two processes
+
+WORLD_SIZE = 2
+
+
+def _dist_statistics():
+    return statistics(np.random.default_rng(11), NUM_ITEMS)
+
+
+def _dist_batches(rank: int):
+    """Uneven work: rank 0 two dense batches and a Retrieved one, rank 1 the other way round."""
+    rng = np.random.default_rng([12, rank])
+    dense = [tied_batch(rng, 5, NUM_ITEMS), tied_batch(rng, 2, NUM_ITEMS)]
+    retrieved = [random_retrieved(rng, 6, NUM_ITEMS, 4)]
+    return dense + retrieved if rank == 0 else retrieved + dense[:1]
+
+
+def _dist_metrics():
+    popularity, tail, embeddings, groups = _dist_statistics()
+    metrics = all_metrics(popularity, tail, embeddings, groups)
+    metrics["ee_average"] = ir.ExpectedExposure(KS, groups, 0.7, ignore_zero_hits=False, ties="average")
+    metrics["novelty_per_query"] = ir.Novelty(KS, popularity, per_query=True)
+    metrics["group"] = ir.RankingMetrics(mrr=ir.MRR(KS), **all_metrics(popularity, tail, embeddings, groups))
+    return metrics
+
+
+def _dist_results(batches):
+    results = {}
+    for name, metric in _dist_metrics().items():
+        for batch in batches:
+            metric.update(batch)
+        results[name] = metric.compute()
+        if name == "novelty_per_query":
+            kept = metric.per_query_values()
+            results["novelty_keys"] = kept.keys.tolist()
+            results["novelty_values"] = kept.values["novelty@5"].tolist()
+    return results
+
+
+def _dist_worker(local_rank: int, out_dir: str) -> None:
+    import ignite.distributed as idist
+
+    rank = idist.get_rank()
+    assert idist.get_world_size() == WORLD_SIZE and idist.backend() == "gloo"
+    torch.save(_dist_results(_dist_batches(rank)), f"{out_dir}/rank{rank}.pt")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_equal_one_process(tmp_path):
+    import ignite.distributed as idist
+
+    with idist.Parallel(
+        backend="gloo", nproc_per_node=WORLD_SIZE, master_addr="127.0.0.1", master_port=_free_port()
+    ) as parallel:
+        parallel.run(_dist_worker, str(tmp_path))
+    single = _dist_results([b for rank in range(WORLD_SIZE) for b in _dist_batches(rank)])
+    assert single["novelty"] and single["ee"]["ee_l@5"] > 0
+    for rank in range(WORLD_SIZE):
+        got = torch.load(tmp_path / f"rank{rank}.pt", weights_only=False)
+        assert got.keys() == single.keys()
+        for name, value in single.items():
+            assert got[name] == value, (rank, name)  # exact sums and counts: equal to the bit
