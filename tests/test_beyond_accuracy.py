@@ -802,3 +802,42 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
         assert got.keys() == single.keys()
         for name, value in single.items():
             assert got[name] == value, (rank, name)  # exact sums and counts: equal to the bit
+
+
+# --------------------------------------------------------------------------- the sparse ideal path
+
+
+@pytest.mark.parametrize("num_items", [5, 64, 130, 1000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8, torch.bool])
+def test_sparse_ideal_labels_equal_the_top_k_of_the_relevant_labels(num_items, dtype):
+    """The kernel lists the relevant labels of rows with few of them instead of a top-k over all
+    labels; both give the same ideal ranking (relevant labels descending, then gain 0)."""
+    from ignite_ranking.kernels.ranking import _relevant_largest, rank_batch
+
+    rng = np.random.default_rng([13, num_items])
+    y = torch.zeros(40, num_items, dtype=torch.float64)  # at most one relevant item a row, ...
+    for row in range(40):
+        if rng.random() < 0.8:
+            y[row, int(rng.integers(num_items))] = float(rng.integers(1, 4))
+    y[7, -1] = 3.0  # ... and one in the columns after the last whole run
+    y = (y >= 1) if dtype == torch.bool else y.to(dtype)
+    labels = y.view(torch.uint8) if dtype == torch.bool else y
+    width = min(11, num_items)
+    best, counts = _relevant_largest(labels, 1, width)
+    top = torch.topk(labels, width, dim=1).values
+    assert torch.equal(best, torch.where(top >= 1, top, torch.zeros_like(top)))
+    assert counts.tolist() == (labels >= 1).sum(dim=1).double().tolist()
+    assert _relevant_largest(labels, 0, width) is None  # every item may be relevant: top-k
+    assert _relevant_largest(torch.ones_like(labels), 1, width) is None  # many relevant: top-k
+    y_pred = torch.from_numpy(rng.normal(size=(40, num_items)))
+    ranked = rank_batch(y_pred, y, 10, ideal=True, count=True)
+    assert ranked.num_relevant.tolist() == counts.tolist()
+    want = reference_ndcg_values(y_pred, y)
+    got = ir.functional.ndcg(y_pred, y, [1, 10])
+    assert got.reshape(-1).tolist() == pytest.approx([v for row in want for v in row], abs=1e-12)
+
+
+def reference_ndcg_values(y_pred, y):
+    from reference import per_query
+
+    return per_query(y_pred, y.to(torch.float64), "ndcg", [1, 10])

@@ -101,6 +101,7 @@ class Ranking:
     keep_indices: bool = False
     labels: bool = True  # gather the ranked labels (dense form; metrics reading only relevance need not)
     runs: bool = False  # with ideal: count the whole run of the ideal ranking's last held label
+    relevance: bool = True  # count whether each row has a relevant item (False: no metric reads it)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,7 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         keep_indices=ranking.keep_indices,
         labels=ranking.labels,
         last_run=ranking.runs,
+        relevance=ranking.relevance,
     )
     return Normalized(ranked, rows)
 

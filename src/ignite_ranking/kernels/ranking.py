@@ -314,6 +314,7 @@ def rank_batch(
     keep_indices: bool = False,
     labels: bool = True,
     last_run: bool = False,
+    relevance: bool = True,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -336,6 +337,9 @@ def rank_batch(
             judged flags read them, the other scorers read relevance only.
         last_run: with ``ideal``, also count the whole run of the ideal ranking's last held
             label (``RankedBatch.ideal_last_run``, see :func:`ideal_last_run`).
+        relevance: if False (and neither ``ideal``, ``count`` nor ``cover_relevant``), the
+            scorers read no relevant count: ``num_relevant`` is 0 and no pass over ``y`` counts
+            it (the catalog measures).
     """
     keep_labels = labels
     labels, threshold = comparable_labels(y, relevance_threshold)
@@ -346,9 +350,16 @@ def rank_batch(
         levels, reached = _label_levels(labels, threshold, depth)
         if levels is None:
             # One label more than the depth shows which rows have relevant items beyond it.
-            best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
-        elif num_relevant is None:
+            width = min(depth + 1, y.shape[1])
+            sparse = _relevant_largest(labels, threshold, width)
+            if sparse is None:
+                best = top_k_rows(labels, width)[0]
+            else:
+                best, reached = sparse
+        if reached is not None and num_relevant is None:
             num_relevant = reached if count else (reached > 0).to(torch.float64)
+    if num_relevant is None and not relevance:
+        num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
@@ -421,6 +432,71 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
+
+
+# The sparse ideal path (``_relevant_largest``) lists at most this share of the ideal positions,
+# and finds them in runs of this many items of a row.
+_SPARSE_SHARE = 4
+_RUN = 64
+
+
+def _relevant_largest(
+    labels: torch.Tensor, threshold: float | int, width: int
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Each row's ``width`` largest labels when few items are relevant: its relevant labels in
+    descending order, then 0 (a label of gain 0), and each row's relevant count (float64).
+
+    Under a positive threshold only relevant items have a gain, so the ideal ranking is their
+    labels in descending order, whatever the labels of the others. The largest label of each run
+    of ``_RUN`` items of a row (one reduction, a few rows at a time) shows the runs that hold a
+    relevant item, and only those are read item by item: when the rows hold at most
+    ``width / _SPARSE_SHARE`` relevant items on average this costs a fraction of a top-k over the
+    labels. Otherwise, and off the CPU (where the top-k is fast and listing needs a
+    synchronization), None: the kernel takes the top-k.
+    """
+    batch, num_items = labels.shape
+    if not threshold > 0 or width == 0 or batch == 0 or labels.device.type != "cpu" or labels.stride(1) != 1:
+        return None
+    limit = batch * width // _SPARSE_SHARE
+    runs = num_items // _RUN
+    whole = runs * _RUN
+    steps = torch.arange(_RUN, device=labels.device)
+    maxima = torch.empty(
+        min(rows_per_chunk(num_items), batch), runs, dtype=labels.dtype, device=labels.device
+    )
+    found_rows, found_cols, total = [], [], 0
+    for rows in _row_slices(batch, num_items):
+        chunk = labels[rows]
+        height = chunk.shape[0]
+        parts = []
+        if runs:
+            blocks = chunk.as_strided((height, runs, _RUN), (chunk.stride(0), _RUN, 1))
+            largest = torch.amax(blocks, dim=2, out=maxima[:height])
+            run_rows, run_index = (largest >= threshold).nonzero(as_tuple=True)
+            cols = (run_index[:, None] * _RUN + steps).reshape(-1)
+            parts.append((run_rows.repeat_interleave(_RUN), cols))
+        if whole < num_items:
+            tail_rows, tail_cols = (chunk[:, whole:] >= threshold).nonzero(as_tuple=True)
+            parts.append((tail_rows, tail_cols + whole))
+        for r, c in parts:
+            hit = chunk[r, c] >= threshold
+            r, c = r[hit], c[hit]
+            total += r.numel()
+            if total > limit:
+                return None
+            found_rows.append(r + rows.start)
+            found_cols.append(c)
+    rows, cols = torch.cat(found_rows), torch.cat(found_cols)
+    values = labels[rows, cols]
+    by_value = values.argsort(descending=True, stable=True)
+    order = by_value[rows[by_value].argsort(stable=True)]  # by row, then by descending label
+    rows, values = rows[order], values[order]
+    counts = torch.bincount(rows, minlength=batch)
+    position = torch.arange(rows.numel(), device=rows.device) - (counts.cumsum(0) - counts)[rows]
+    kept = position < width
+    best = torch.zeros(batch, width, dtype=labels.dtype, device=labels.device)
+    best[rows[kept], position[kept]] = values[kept]
+    return best, counts.to(torch.float64)
 
 
 # Deep enough to sort whole rows, labels on a grid of at most this many values are counted by

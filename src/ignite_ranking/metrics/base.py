@@ -223,6 +223,7 @@ class RankingMetric(Metric):
             keep_indices=self.needs_items or self.needs_scores,
             labels=self.reads_labels,
             runs=self.needs_levels,
+            relevance=self.reads_relevance,
         )
 
     @property

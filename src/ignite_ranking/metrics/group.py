@@ -121,6 +121,7 @@ class RankingMetrics(MetricGroup):
             keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
             labels=any(m.reads_labels for m in members_list),
             runs=any(m.needs_levels for m in members_list),
+            relevance=any(m.reads_relevance for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
