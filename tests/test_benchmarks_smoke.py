@@ -97,3 +97,12 @@ def test_bench_forms_quick(capsys):
     out = capsys.readouterr().out
     assert "| flat | 500 queries x 20 candidates | torchmetrics |" in out
     assert "| retrieved | 500 queries x 20 candidates | ranx (dicts + build + evaluate) |" in out
+
+
+def test_bench_beyond_quick(capsys):
+    bench = load("bench_beyond")
+    assert bench.main(["--quick"]) == 0  # asserts each metric equals a direct computation itself
+    out = capsys.readouterr().out
+    assert "| batch x items | case |" in out
+    for case in ("topk", "topk + gram", *bench.TARGETS, "group"):
+        assert f"| {case} |" in out
