@@ -386,8 +386,9 @@ class Serendipity(RankingMetric):
         top_k: a positive int or a list of them.
         item_popularity: ``(num_items,)`` non-negative popularity, indexed by item id, on any
             device; only its order is read.
-        ignore_zero_hits, relevance_threshold, output_transform, device, skip_unrolling, ties,
-            per_query, ignore_index: as in :class:`~ignite_ranking.MRR`.
+        ignore_zero_hits, relevance_threshold: as in :class:`~ignite_ranking.MRR`.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
 
     Example:
         >>> import torch
@@ -488,8 +489,9 @@ class ExpectedExposure(RankingMetric):
         patience: γ in (0, 1): the chance that the user reads on to the next rank.
         ignore_zero_hits: queries without a relevant item are left out (True) or counted
             (False: their target spreads the exposure over all items).
-        relevance_threshold, output_transform, device, skip_unrolling, ties, per_query,
-            ignore_index: as in :class:`~ignite_ranking.MRR`.
+        relevance_threshold: the smallest relevant label (positive).
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
         num_items: the catalog size for :class:`~ignite_ranking.Retrieved` batches with padded
             ``relevant`` ids (checked against the other forms' width).
 
