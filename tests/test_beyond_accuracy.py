@@ -841,3 +841,48 @@ def reference_ndcg_values(y_pred, y):
     from reference import per_query
 
     return per_query(y_pred, y.to(torch.float64), "ndcg", [1, 10])
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def test_groups_share_a_threshold_only_among_members_that_read_relevance():
+    rng = np.random.default_rng(14)
+    popularity = statistics(rng)[0]
+    batch = tied_batch(rng, 6, NUM_ITEMS)
+    group = ir.RankingMetrics(mrr=ir.MRR(KS, relevance_threshold=2.0), novelty=ir.Novelty(KS, popularity))
+    mrr, novelty = ir.MRR(KS, relevance_threshold=2.0), ir.Novelty(KS, popularity)
+    for metric in (group, mrr, novelty):
+        metric.update(batch)
+    result = group.compute()
+    assert [result[f"mrr@{k}"] for k in KS] == mrr.compute()
+    assert [result[f"novelty@{k}"] for k in KS] == novelty.compute()
+    with pytest.raises(ValueError, match="ties"):
+        ir.RankingMetrics(mrr=ir.MRR(KS), novelty=ir.Novelty(KS, popularity, ties="last"))
+
+
+def test_per_query_groups_keep_one_set_of_queries():
+    rng = np.random.default_rng(15)
+    popularity, tail, embeddings, groups = statistics(rng, 12)
+    batch = random_retrieved(rng, 9, 12, 5)
+    lists = ir.RankingMetrics(
+        novelty=ir.Novelty(KS, popularity), tail=ir.LongTailShare(KS, tail), per_query=True
+    )
+    lists.update(batch)
+    kept = lists.per_query_values()
+    alone = ir.Novelty(KS, popularity, per_query=True)
+    alone.update(batch)
+    assert kept.keys.tolist() == alone.per_query_values().keys.tolist()
+    assert kept.values["novelty@5"].tolist() == alone.per_query_values().values["novelty@5"].tolist()
+    assert "tail@10" in kept.values
+    exposure = ir.RankingMetrics(mrr=ir.MRR(KS), exposure=ir.ExpectedExposure(KS, groups), per_query=True)
+    exposure.update(batch)
+    names = set(exposure.per_query_values().values)
+    assert {"mrr@5", "exposure_l@5", "exposure_r@10", "exposure_group1@2"} <= names
+    assert {"exposure_l@5", "exposure_group1@2"} <= set(exposure.compute())
+    with pytest.raises(ValueError, match="keep the same queries"):
+        ir.RankingMetrics(mrr=ir.MRR(KS), novelty=ir.Novelty(KS, popularity), per_query=True)
+    with pytest.raises(ValueError, match="keep the same queries"):
+        ir.RankingMetrics(
+            novelty=ir.Novelty(KS, popularity), ild=ir.IntraListDiversity(PAIR_KS, embeddings), per_query=True
+        )
