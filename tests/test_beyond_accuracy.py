@@ -886,3 +886,18 @@ def test_per_query_groups_keep_one_set_of_queries():
         ir.RankingMetrics(
             novelty=ir.Novelty(KS, popularity), ild=ir.IntraListDiversity(PAIR_KS, embeddings), per_query=True
         )
+
+
+def test_sparse_labels_give_the_dense_forms_values():
+    rng = np.random.default_rng(16)
+    popularity, tail, embeddings, groups = statistics(rng)
+    y_pred, y = tied_batch(rng, 8, NUM_ITEMS)
+    for sparse in (y.to_sparse(), y.to_sparse_csr()):
+        dense_metrics = all_metrics(popularity, tail, embeddings, groups)
+        sparse_metrics = all_metrics(popularity, tail, embeddings, groups)
+        for name in dense_metrics:
+            dense_metrics[name].update((y_pred, y))
+            sparse_metrics[name].update((y_pred, sparse))
+            assert sparse_metrics[name].compute() == pytest.approx(
+                dense_metrics[name].compute(), abs=1e-12
+            ), name
