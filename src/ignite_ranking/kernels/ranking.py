@@ -448,8 +448,8 @@ def _relevant_largest(
 
     Under a positive threshold only relevant items have a gain, so the ideal ranking is their
     labels in descending order, whatever the labels of the others. The largest label of each run
-    of ``_RUN`` items of a row (one reduction, a few rows at a time) shows the runs that hold a
-    relevant item, and only those are read item by item: when the rows hold at most
+    of ``_RUN`` items of a row (one reduction) shows the runs that hold a relevant item, and only
+    those are read item by item: when the rows hold at most
     ``width / _SPARSE_SHARE`` relevant items on average this costs a fraction of a top-k over the
     labels. Otherwise, and off the CPU (where the top-k is fast and listing needs a
     synchronization), None: the kernel takes the top-k.
@@ -460,33 +460,23 @@ def _relevant_largest(
     limit = batch * width // _SPARSE_SHARE
     runs = num_items // _RUN
     whole = runs * _RUN
-    steps = torch.arange(_RUN, device=labels.device)
-    maxima = torch.empty(
-        min(rows_per_chunk(num_items), batch), runs, dtype=labels.dtype, device=labels.device
-    )
-    found_rows, found_cols, total = [], [], 0
-    for rows in _row_slices(batch, num_items):
-        chunk = labels[rows]
-        height = chunk.shape[0]
-        parts = []
-        if runs:
-            blocks = chunk.as_strided((height, runs, _RUN), (chunk.stride(0), _RUN, 1))
-            largest = torch.amax(blocks, dim=2, out=maxima[:height])
-            run_rows, run_index = (largest >= threshold).nonzero(as_tuple=True)
-            cols = (run_index[:, None] * _RUN + steps).reshape(-1)
-            parts.append((run_rows.repeat_interleave(_RUN), cols))
-        if whole < num_items:
-            tail_rows, tail_cols = (chunk[:, whole:] >= threshold).nonzero(as_tuple=True)
-            parts.append((tail_rows, tail_cols + whole))
-        for r, c in parts:
-            hit = chunk[r, c] >= threshold
-            r, c = r[hit], c[hit]
-            total += r.numel()
-            if total > limit:
-                return None
-            found_rows.append(r + rows.start)
-            found_cols.append(c)
-    rows, cols = torch.cat(found_rows), torch.cat(found_cols)
+    parts = []
+    if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
+        blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
+        run_rows, run_index = (torch.amax(blocks, dim=2) >= threshold).nonzero(as_tuple=True)
+        if run_rows.numel() > limit:
+            return None
+        steps = torch.arange(_RUN, device=labels.device)
+        parts.append((run_rows.repeat_interleave(_RUN), (run_index[:, None] * _RUN + steps).reshape(-1)))
+    if whole < num_items:
+        tail_rows, tail_cols = (labels[:, whole:] >= threshold).nonzero(as_tuple=True)
+        parts.append((tail_rows, tail_cols + whole))
+    rows = torch.cat([r for r, _ in parts])
+    cols = torch.cat([c for _, c in parts])
+    hit = labels[rows, cols] >= threshold
+    rows, cols = rows[hit], cols[hit]
+    if rows.numel() > limit:
+        return None
     values = labels[rows, cols]
     by_value = values.argsort(descending=True, stable=True)
     order = by_value[rows[by_value].argsort(stable=True)]  # by row, then by descending label
