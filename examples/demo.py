@@ -7,7 +7,8 @@ is matrix factorization trained with the BPR loss (a clicked item should score a
 one). After every epoch an evaluator engine scores all items for every user, masks the items the
 user clicked in training with -inf (they are not recommendations), and reports MRR@k, HitRate@k,
 NDCG@k and Recall@k through one :class:`ignite_ranking.RankingMetrics`, which ranks each batch
-once for all of them.
+once for all of them, with Novelty@10 (the mean self-information of the recommended items, from
+the training clicks) beside them: accuracy and novelty pull in different directions.
 
 At the end it prints a table of the final metrics next to two baselines (the untrained model and
 "recommend the most popular items"), reads MRR as a typical rank, and writes a plot of every
@@ -15,6 +16,8 @@ metric over the epochs plus the numbers as JSON.
 
 Run:  python examples/demo.py            (about a minute on a laptop CPU)
       python examples/demo.py --users 300 --items 200 --epochs 3   (a few seconds)
+      python examples/demo.py --beyond-plot docs/_static/accuracy_novelty.png
+            (also plots NDCG@10 against Novelty@10 over the epochs)
 """
 
 from __future__ import annotations
@@ -32,14 +35,14 @@ from ignite.handlers import ProgressBar
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics, Recall
+from ignite_ranking import MRR, NDCG, HitRate, Novelty, RankingMetrics, Recall
 
 # The metrics the evaluator reports, as (group member name, metric). The group publishes
-# "mrr@1", "mrr@5", ..., "recall@50" in engine.state.metrics.
+# "mrr@1", "mrr@5", ..., "recall@50", "novelty@10" in engine.state.metrics.
 MRR_CUTOFFS = [1, 5, 10, 100]
 
 
-def make_metrics() -> RankingMetrics:
+def make_metrics(item_popularity: torch.Tensor) -> RankingMetrics:
     # confidence=0.95: each value also gets its Student t interval, published as "mrr@10_low" and
     # "mrr@10_high" (the users are a sample; the interval says how far the mean could move).
     return RankingMetrics(
@@ -47,6 +50,7 @@ def make_metrics() -> RankingMetrics:
         hit_rate=HitRate([1, 10]),
         ndcg=NDCG([10]),
         recall=Recall([10, 50]),
+        novelty=Novelty([10], item_popularity),
         confidence=0.95,
     )
 
@@ -148,7 +152,9 @@ def make_evaluator(score_users, data: Interactions) -> Engine:
         return scores, data.test[users]
 
     evaluator = Engine(eval_step)
-    make_metrics().attach(evaluator, "ranking")
+    # Novelty reads each item's share of the training clicks; one click more for every item keeps
+    # the items nobody clicked (their share would be 0, their novelty infinite).
+    make_metrics(data.train.sum(dim=0).to(torch.float64) + 1).attach(evaluator, "ranking")
     return evaluator
 
 
@@ -212,6 +218,42 @@ def plot_history(history: list[dict[str, float]], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_accuracy_novelty(history: list[dict[str, float]], popularity: dict[str, float], path: Path) -> None:
+    """NDCG@10 and Novelty@10 over the epochs, on two axes, with the popularity baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = list(range(len(history)))
+    fig, accuracy = plt.subplots(figsize=(6.4, 4.6))
+    novelty = accuracy.twinx()
+    for ax, name, color, label in (
+        (accuracy, "ndcg@10", "tab:blue", "NDCG@10"),
+        (novelty, "novelty@10", "tab:orange", "Novelty@10 (bits)"),
+    ):
+        ax.plot(epochs, [h[name] for h in history], marker="o", color=color, label=label)
+        ax.axhline(popularity[name], color=color, linestyle="--", alpha=0.6, label=f"{label}, most popular")
+        ax.set_ylabel(label, color=color)
+        ax.tick_params(axis="y", labelcolor=color)
+    accuracy.set_xlabel("epoch (0 = before training)")
+    accuracy.set_xticks(epochs)
+    accuracy.grid(alpha=0.3)
+    lines = accuracy.get_legend_handles_labels()[0] + novelty.get_legend_handles_labels()[0]
+    accuracy.legend(
+        lines,
+        [line.get_label() for line in lines],
+        fontsize="small",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=2,
+    )
+    fig.suptitle("Accuracy and novelty of the top 10 over training")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------------
@@ -233,6 +275,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads", type=int, default=1, help="torch CPU threads (default 1: the ops are too small to split)"
     )
     parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder")
+    parser.add_argument(
+        "--beyond-plot", type=Path, default=None, help="also write a plot of NDCG@10 against Novelty@10 here"
+    )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars (shown only when stderr is a terminal)"
     )
@@ -285,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict:
         last_bounds.update(
             (key, value) for key, value in published.items() if key.endswith(("_low", "_high"))
         )
-        shown = ["mrr@10", "hit_rate@10", "ndcg@10", "recall@10"]
+        shown = ["mrr@10", "hit_rate@10", "ndcg@10", "recall@10", "novelty@10"]
         message = f"epoch {engine.state.epoch:>2}: " + "  ".join(f"{m} {metrics[m]:.4f}" for m in shown)
         print(message, flush=True)
 
@@ -315,6 +360,10 @@ def main(argv: list[str] | None = None) -> dict:
         "evaluated users)"
     )
     print(f"Plot of every metric over the epochs: {plot_path}")
+    if args.beyond_plot is not None:
+        args.beyond_plot.parent.mkdir(parents=True, exist_ok=True)
+        plot_accuracy_novelty(history, popularity, args.beyond_plot)
+        print(f"Plot of accuracy and novelty over the epochs: {args.beyond_plot}")
     print(f"Numbers as JSON: {json_path}")
     print(f"Done in {time.perf_counter() - started:.0f} s.")
     return {"history": history, "popularity": popularity}

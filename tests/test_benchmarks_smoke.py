@@ -107,3 +107,12 @@ def test_bench_sharded_small(capsys):
     assert "| processes | sharded (ms) |" in out
     assert "| 1 | " in out and "| 2 | " in out
     assert "equal to the 1-process run, bitwise: True" in out
+
+
+def test_bench_beyond_quick(capsys):
+    bench = load("bench_beyond")
+    assert bench.main(["--quick"]) == 0  # asserts each metric equals a direct computation itself
+    out = capsys.readouterr().out
+    assert "| batch x items | case |" in out
+    for case in ("topk", "topk + gram", *bench.TARGETS, "group"):
+        assert f"| {case} |" in out

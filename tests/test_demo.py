@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_demo_metrics_rise_and_plot_is_written(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     args = ["--users", "500", "--items", "300", "--epochs", "4", "--seed", "3", "--out", str(out)]
+    args += ["--beyond-plot", str(out / "accuracy_novelty.png")]
     run = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py"), *args],
         capture_output=True,
@@ -35,6 +37,8 @@ def test_demo_metrics_rise_and_plot_is_written(tmp_path: Path) -> None:
         assert last[name] > first[name], f"{name} did not rise: epoch 1 {first[name]}, last {last[name]}"
 
     assert (out / "metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "accuracy_novelty.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert all(math.isfinite(h["novelty@10"]) for h in history)
     assert str(out / "metrics.png") in stdout
     assert "typically around rank" in stdout
     table = stdout[stdout.index("metric ") :]

@@ -190,3 +190,17 @@ def test_settings_that_do_not_apply_leave_a_member_alone():
     group.update((torch.tensor([[0.9, 0.1, 0.5, 0.0]]), torch.tensor([[2, 0, 0, 0]])))
     assert group.compute() == {"mrr@1": 1.0, "coverage@1": 0.25, "gini@1": 0.75}
     assert set(group.interval()) == {"mrr@1"}
+
+
+def test_intervals_of_a_metric_with_several_values_per_cutoff_and_of_list_measures():
+    from ignite_ranking import ExpectedExposure, Novelty
+
+    group = RankingMetrics(
+        ee=ExpectedExposure([2, 3]), novelty=Novelty([3], torch.tensor([5.0, 1.0, 2.0, 8.0])), confidence=0.9
+    )
+    y_pred = torch.tensor([[0.9, 0.1, 0.5, 0.3], [0.2, 0.8, 0.4, 0.1], [0.3, 0.5, 0.9, 0.7]])
+    group.update((y_pred, torch.tensor([[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 0, 0]])))
+    values, intervals = group.compute(), group.interval()
+    assert set(intervals) == set(values)
+    for name, (low, high) in intervals.items():
+        assert low <= values[name] <= high or math.isnan(low), name

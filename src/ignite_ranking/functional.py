@@ -7,6 +7,13 @@ relevant items scores 0. The metric classes use the same kernel. The seven named
 (:doc:`/inputs`), the flat form and :class:`~ignite_ranking.Retrieved` included, and returns the
 query id of each row.
 
+The beyond-accuracy functions (:func:`novelty`, :func:`average_popularity`,
+:func:`long_tail_share`, :func:`intra_list_diversity`, :func:`serendipity`,
+:func:`expected_exposure`; see :doc:`/beyond_accuracy`) take ``(y_pred, y)``, scores alone
+(``y_pred``, for the measures that read no label) or a :class:`~ignite_ranking.Retrieved`, and
+item statistics indexed by item id. A list's value is NaN where it is not defined (no item; for
+intra-list diversity fewer than two), the queries the metrics leave out.
+
 Example:
     >>> import torch
     >>> from ignite_ranking.functional import reciprocal_rank
@@ -19,26 +26,44 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
 
-from .kernels import RankedBatch, check_gain_function, check_threshold, check_ties, normalize_top_k, scoring
+from .kernels import (
+    RankedBatch,
+    beyond,
+    check_gain_function,
+    check_threshold,
+    check_ties,
+    normalize_top_k,
+    scoring,
+)
 from .kernels.forms import Normalized, Ranking, Retrieved, check_ignore_index, normalize
 
 __all__ = [
     "METRICS",
+    "ExposureValues",
     "QueryValues",
+    "average_popularity",
     "average_precision",
+    "expected_exposure",
     "hit_rate",
+    "intra_list_diversity",
+    "long_tail_share",
     "ndcg",
+    "novelty",
     "per_query",
     "precision",
     "r_precision",
     "recall",
     "reciprocal_rank",
+    "serendipity",
 ]
+
+ExposureValues = beyond.ExposureValues
 
 
 def _rank(
@@ -245,3 +270,193 @@ def per_query(
         score = lambda ranked, cutoffs: scoring.ndcg(ranked, cutoffs, gain_function)  # noqa: E731
     normalized = _rank(output, cutoffs[-1], relevance_threshold, ties, ideal, count, cover, ignore_index)
     return QueryValues(score(normalized.ranked, cutoffs), normalized.query_ids)
+
+
+# ------------------------------------------------------------------------------ beyond accuracy
+
+
+def _ranked_lists(
+    output: torch.Tensor | Sequence[torch.Tensor] | Retrieved,
+    cutoffs: list[int],
+    ties: str,
+    ignore_index: int | None,
+    *,
+    relevance_threshold: float = 1.0,
+    exposure: bool = False,
+) -> RankedBatch:
+    """The ranked lists of ``output`` (scores alone, ``(y_pred, y)`` or a Retrieved) with their
+    item ids; with ``exposure``, what expected exposure reads (whole rows under ``"average"``)."""
+    if isinstance(output, torch.Tensor):  # scores alone: no label is read
+        output = (output, torch.zeros((), dtype=torch.bool, device=output.device).expand(output.shape))
+    if isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3:
+        raise ValueError(
+            "the beyond-accuracy measures read item ids: pass y_pred, (y_pred, y) or a Retrieved, not "
+            "flat (preds, target, indexes) rows."
+        )
+    ties = check_ties(ties)
+    if ties == "average" and not exposure:
+        raise ValueError("ties='average' is offered by expected_exposure only; got ties='average'.")
+    average = exposure and ties == "average"
+    ranking = Ranking(
+        sys.maxsize // 2 if average else cutoffs[-1],
+        relevance_threshold=check_threshold(relevance_threshold),
+        ties=ties,
+        ideal=exposure,
+        count=exposure,
+        ignore_index=check_ignore_index(ignore_index),
+        keep_indices=True,
+        labels=exposure,
+        runs=exposure,
+    )
+    return normalize(output, ranking).ranked
+
+
+def _list_measure(output, top_k, ties, ignore_index, statistic, name, score) -> torch.Tensor:
+    cutoffs = normalize_top_k(top_k)
+    ranked = _ranked_lists(output, cutoffs, ties, ignore_index)
+    beyond.check_item_ids(ranked, statistic.shape[0], name, name)
+    return score(ranked, cutoffs, statistic.to(ranked.indices.device))
+
+
+def novelty(
+    output: torch.Tensor | Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    item_popularity: torch.Tensor,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """Novelty@k of each list: the mean of ``-log2(pop_i / sum_j pop_j)`` over its first
+    ``min(k, n)`` items (:class:`~ignite_ranking.Novelty`); ``(batch, len(top_k))``, NaN for a
+    list of no item.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking.functional import novelty
+        >>> novelty(torch.tensor([[0.9, 0.1, 0.8, 0.0]]), [1, 2], torch.tensor([4.0, 2.0, 1.0, 1.0]))
+        tensor([[1., 2.]], dtype=torch.float64)
+    """
+    values = beyond.novelty_of_items(
+        beyond.check_popularity("item_popularity", item_popularity, positive=True)
+    )
+
+    def score(ranked, cutoffs, stat):
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(stat, ranked.indices), lengths, cutoffs)
+
+    return _list_measure(output, top_k, ties, ignore_index, values, "item_popularity", score)
+
+
+def average_popularity(
+    output: torch.Tensor | Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    item_popularity: torch.Tensor,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """ARP@k of each list: the mean popularity of its first ``min(k, n)`` items
+    (:class:`~ignite_ranking.AveragePopularity`); ``(batch, len(top_k))``, NaN for no item."""
+    values = beyond.check_popularity("item_popularity", item_popularity)
+
+    def score(ranked, cutoffs, stat):
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(stat, ranked.indices), lengths, cutoffs)
+
+    return _list_measure(output, top_k, ties, ignore_index, values, "item_popularity", score)
+
+
+def long_tail_share(
+    output: torch.Tensor | Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    tail_items: torch.Tensor,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """APLT@k of each list: the share of its first ``min(k, n)`` items in the tail
+    (:class:`~ignite_ranking.LongTailShare`); ``(batch, len(top_k))``, NaN for no item."""
+    values = beyond.check_tail_items(tail_items).to(torch.float64)
+
+    def score(ranked, cutoffs, stat):
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(stat, ranked.indices), lengths, cutoffs)
+
+    return _list_measure(output, top_k, ties, ignore_index, values, "tail_items", score)
+
+
+def intra_list_diversity(
+    output: torch.Tensor | Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    item_embeddings: torch.Tensor,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """ILD@k of each list: the mean cosine distance over the pairs of its first ``min(k, n)``
+    items (:class:`~ignite_ranking.IntraListDiversity`); ``(batch, len(top_k))``, NaN for fewer
+    than two items."""
+    unit = beyond.check_embeddings(item_embeddings)
+
+    def score(ranked, cutoffs, stat):
+        return beyond.intra_list_diversity(ranked.indices, cutoffs, stat)
+
+    return _list_measure(output, top_k, ties, ignore_index, unit, "item_embeddings", score)
+
+
+def serendipity(
+    output: Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    item_popularity: torch.Tensor,
+    relevance_threshold: float = 1.0,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """Serendipity@k of each list (Ge et al., RecSys 2010): the share of its first ``min(k, n)``
+    items that are relevant and not among the k most popular (:class:`~ignite_ranking.Serendipity`);
+    ``(batch, len(top_k))``, 0 for a list of no item."""
+    ranks = beyond.popularity_ranks(beyond.check_popularity("item_popularity", item_popularity))
+    cutoffs = normalize_top_k(top_k)
+    ranked = _ranked_lists(output, cutoffs, ties, ignore_index, relevance_threshold=relevance_threshold)
+    beyond.check_item_ids(ranked, ranks.shape[0], "item_popularity", "serendipity")
+    return beyond.serendipity(ranked.relevant, ranked.indices, cutoffs, ranks.to(ranked.indices.device))
+
+
+def expected_exposure(
+    output: Sequence[torch.Tensor] | Retrieved,
+    top_k: int | list[int],
+    patience: float = 0.5,
+    groups: torch.Tensor | None = None,
+    relevance_threshold: float = 1.0,
+    *,
+    ties: str = "first",
+    ignore_index: int | None = None,
+    num_items: int | None = None,
+) -> beyond.ExposureValues:
+    """Expected exposure of each query (:class:`~ignite_ranking.ExpectedExposure`): EE-L, EE-D
+    and EE-R, each ``(batch, len(top_k))``, and with ``groups`` each group's exposure,
+    ``(batch, len(top_k), num_groups)``.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking.functional import expected_exposure
+        >>> values = expected_exposure((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 1]])), [1, 3])
+        >>> values.loss.tolist(), values.disparity.tolist(), values.relevance.tolist()
+        ([[1.5, 0.875]], [[1.0, 1.3125]], [[0.0, 1.625]])
+    """
+    gamma = beyond.check_patience(patience)
+    group_ids = None if groups is None else beyond.check_groups(groups)
+    if not check_threshold(relevance_threshold) > 0:
+        raise ValueError(f"expected exposure needs relevance_threshold > 0, got {relevance_threshold}.")
+    cutoffs = normalize_top_k(top_k)
+    ranked = _ranked_lists(
+        output, cutoffs, ties, ignore_index, relevance_threshold=relevance_threshold, exposure=True
+    )
+    given = num_items if num_items is not None else (None if group_ids is None else group_ids.shape[0])
+    catalog = beyond.exposure_catalog(ranked, given)
+    if group_ids is None:
+        return beyond.expected_exposure(ranked, cutoffs, gamma, catalog)
+    beyond.check_item_ids(ranked, group_ids.shape[0], "groups", "expected_exposure")
+    group_ids = group_ids.to(ranked.indices.device)
+    return beyond.expected_exposure(ranked, cutoffs, gamma, catalog, group_ids, int(group_ids.max()) + 1)

@@ -1,6 +1,6 @@
 """Pure tensor functions: check inputs, rank a batch once, score every query. No ignite here."""
 
-from . import auc, exposure, judged, persistence, scoring
+from . import auc, beyond, exposure, judged, persistence, scoring
 from .batch import GAIN_FUNCTIONS, RankedBatch, check_gain_function
 from .forms import Ranking, Retrieved, normalize
 from .inputs import (
@@ -21,6 +21,7 @@ __all__ = [
     "Ranking",
     "Retrieved",
     "auc",
+    "beyond",
     "check_confidence",
     "check_flag",
     "check_gain_function",

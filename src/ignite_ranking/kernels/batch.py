@@ -217,6 +217,13 @@ class RankedBatch:
             ``num_relevant``; expected under ``"average"``) when the kernel counted them without
             ranking that deep (see :mod:`.within_r`), else None: R-Precision then reads the
             ranked positions, which must hold rank R.
+        catalog: ``(batch,)`` float64 number of items each row ranks among (the dense form's
+            columns, a sparse form's width, a flat query's rows), or None where unknown (a
+            :class:`~ignite_ranking.Retrieved` batch with padded ``relevant`` ids).
+        ideal_last_run: ``(batch,)`` float64, for a batch ranked with ``Ranking(runs=True)``:
+            how many items of the row hold the label of the last held position of the ideal
+            ranking (its whole run of equal labels, also beyond ``K``) where that position holds
+            a relevant item, else 0; None when not asked for (expected exposure's target).
     """
 
     labels: torch.Tensor | None
@@ -232,6 +239,8 @@ class RankedBatch:
     indices: torch.Tensor | None = None
     scores: torch.Tensor | None = None
     relevant_within_r: torch.Tensor | None = None
+    catalog: torch.Tensor | None = None
+    ideal_last_run: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property

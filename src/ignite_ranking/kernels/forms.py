@@ -101,6 +101,8 @@ class Ranking:
     ignore_index: int | None = None
     keep_indices: bool = False
     labels: bool = True  # gather the ranked labels (dense form; metrics reading only relevance need not)
+    runs: bool = False  # with ideal: count the whole run of the ideal ranking's last held label
+    relevance: bool = True  # count whether each row has a relevant item (False: no metric reads it)
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,8 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         count=ranking.count,
         keep_indices=ranking.keep_indices,
         labels=ranking.labels,
+        last_run=ranking.runs,
+        relevance=ranking.relevance,
     )
     return Normalized(ranked, rows)
 
@@ -400,6 +404,7 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
     listed_relevant = c.valid & (c.labels >= threshold)
     if c.judged is not None:
         listed_relevant &= c.judged  # unjudged: never relevant, even under a threshold <= 0
+    relevant_rows = relevant_labels = None
     if c.judged_labels is None:
         counts = listed_relevant.sum(dim=1)
     else:
@@ -434,6 +439,12 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         ranked.ideal_relevant = (positions[None, :] < counts[:, None]).to(_F64)
         if c.judged_labels is not None and threshold < 0:
             _move_negative_gains_last(ranked, c, relevant_rows, relevant_labels, threshold)
+        if ranking.runs:
+            ranked.ideal_last_run = _last_run(ranked, c, listed_relevant, relevant_rows, relevant_labels)
+    if c.catalog is not None:
+        ranked.catalog = torch.full((queries,), float(c.catalog), dtype=_F64, device=device)
+    elif c.judged_labels is None:  # flat rows, dense rows without the ignored items: all listed
+        ranked.catalog = c.valid.sum(dim=1).to(_F64)
     if average:
         # Padding scores NaN: unequal to everything, so each padded slot is a block of its own.
         scores = torch.where(c.valid, c.scores, torch.full_like(c.scores, torch.nan))
@@ -446,6 +457,21 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         ranked.blocks = blocks
         ranked.relevant = blocks.read_back(blocks.block_relevant)
     return ranked
+
+
+def _last_run(ranked: RankedBatch, c: _Candidates, listed_relevant, relevant_rows, relevant_labels):
+    """``RankedBatch.ideal_last_run`` of candidate lists: the relevant items of each query whose
+    label is that of the last held ideal position, where that position holds a relevant item."""
+    queries, keep = ranked.ideal_labels.shape
+    if keep == 0:
+        return torch.zeros(queries, dtype=_F64, device=c.labels.device)
+    last = ranked.ideal_labels[:, -1]
+    if c.judged_labels is None:
+        run = (listed_relevant & (c.labels == last[:, None])).sum(dim=1)
+    else:
+        same = relevant_labels == last[relevant_rows]
+        run = torch.bincount(relevant_rows[same], minlength=queries)
+    return torch.where(ranked.ideal_relevant[:, -1] > 0, run.to(_F64), 0.0)
 
 
 def _mark_judged(

@@ -34,7 +34,7 @@ from .inputs import comparable_labels, count_relevant
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
-__all__ = ["TIE_POLICIES", "check_ties", "rank_batch", "top_indices"]
+__all__ = ["TIE_POLICIES", "check_ties", "ideal_last_run", "rank_batch", "top_indices"]
 
 TIE_POLICIES = ("first", "last", "average", "optimistic", "pessimistic")
 _BY_LABEL = ("optimistic", "pessimistic")
@@ -313,6 +313,8 @@ def rank_batch(
     count: bool = True,
     keep_indices: bool = False,
     labels: bool = True,
+    last_run: bool = False,
+    relevance: bool = True,
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
@@ -333,6 +335,11 @@ def rank_batch(
             the catalog measures); otherwise they are dropped as soon as possible.
         labels: gather the ranked labels (``RankedBatch.labels``; None if False): gains and the
             judged flags read them, the other scorers read relevance only.
+        last_run: with ``ideal``, also count the whole run of the ideal ranking's last held
+            label (``RankedBatch.ideal_last_run``, see :func:`ideal_last_run`).
+        relevance: if False (and neither ``ideal``, ``count`` nor ``cover_relevant``), the
+            scorers read no relevant count: ``num_relevant`` is 0 and no pass over ``y`` counts
+            it (the catalog measures).
     """
     keep_labels = labels
     labels, threshold = comparable_labels(y, relevance_threshold)
@@ -343,9 +350,16 @@ def rank_batch(
         levels, reached = _label_levels(labels, threshold, depth)
         if levels is None:
             # One label more than the depth shows which rows have relevant items beyond it.
-            best = top_k_rows(labels, min(depth + 1, y.shape[1]))[0]
-        elif num_relevant is None:
+            width = min(depth + 1, y.shape[1])
+            sparse = _relevant_largest(labels, threshold, width)
+            if sparse is None:
+                best = top_k_rows(labels, width)[0]
+            else:
+                best, reached = sparse
+        if reached is not None and num_relevant is None:
             num_relevant = reached if count else (reached > 0).to(torch.float64)
+    if num_relevant is None and not relevance:
+        num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
     if num_relevant is None:
         num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
     if ties in _BY_LABEL and labels is None:
@@ -366,7 +380,41 @@ def rank_batch(
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     batch.ideal_levels = levels
+    batch.catalog = torch.full((y.shape[0],), float(y.shape[1]), dtype=torch.float64, device=y.device)
+    if last_run and ideal:
+        batch.ideal_last_run = ideal_last_run(batch, labels)
     return batch
+
+
+def ideal_last_run(batch: RankedBatch, labels: torch.Tensor) -> torch.Tensor:
+    """``(batch,)`` float64: the items of each row whose label is that of the last held position
+    of its ideal ranking (position ``K``), where that position holds a relevant item; else 0.
+
+    The ideal ranking holds the ``K`` largest labels, so a run of equal labels that reaches
+    position ``K`` may go on below it; expected exposure's target shares exposure among all the
+    items of a run. From the label runs when the kernel counted them, else by counting that
+    label in the rows whose ``K``-th ideal item is relevant (a few rows at a time). For
+    thresholds above 0, where the ideal order is the label order.
+    """
+    rows_total, depth = batch.relevant.shape
+    out = torch.zeros(rows_total, dtype=torch.float64, device=batch.relevant.device)
+    if depth == 0:
+        return out
+    levels = batch.ideal_levels
+    if levels is not None:
+        at = (levels.counts.cumsum(dim=1) < depth).sum(dim=1, keepdim=True)
+        at = at.clamp(max=levels.counts.shape[1] - 1)
+        run = levels.counts.gather(1, at)[:, 0]
+        return torch.where(levels.relevant[at[:, 0]], run, out)
+    ideal_labels, ideal_relevant = batch.ideal()
+    last = ideal_labels[:, -1]
+    rows = (ideal_relevant[:, -1] > 0).nonzero().squeeze(1)
+    step = rows_per_chunk(labels.shape[1])
+    for start in range(0, rows.numel(), step):
+        chunk = rows[start : start + step]
+        same = labels.index_select(0, chunk).to(torch.float64) == last[chunk, None]
+        out[chunk] = same.sum(dim=1).to(torch.float64)
+    return out
 
 
 def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels):
@@ -384,6 +432,61 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
+
+
+# The sparse ideal path (``_relevant_largest``) lists at most this share of the ideal positions,
+# and finds them in runs of this many items of a row.
+_SPARSE_SHARE = 4
+_RUN = 64
+
+
+def _relevant_largest(
+    labels: torch.Tensor, threshold: float | int, width: int
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Each row's ``width`` largest labels when few items are relevant: its relevant labels in
+    descending order, then 0 (a label of gain 0), and each row's relevant count (float64).
+
+    Under a positive threshold only relevant items have a gain, so the ideal ranking is their
+    labels in descending order, whatever the labels of the others. The largest label of each run
+    of ``_RUN`` items of a row (one reduction) shows the runs that hold a relevant item, and only
+    those are read item by item: when the rows hold at most
+    ``width / _SPARSE_SHARE`` relevant items on average this costs a fraction of a top-k over the
+    labels. Otherwise, and off the CPU (where the top-k is fast and listing needs a
+    synchronization), None: the kernel takes the top-k.
+    """
+    batch, num_items = labels.shape
+    if not threshold > 0 or width == 0 or batch == 0 or labels.device.type != "cpu" or labels.stride(1) != 1:
+        return None
+    limit = batch * width // _SPARSE_SHARE
+    runs = num_items // _RUN
+    whole = runs * _RUN
+    parts = []
+    if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
+        blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
+        run_rows, run_index = (torch.amax(blocks, dim=2) >= threshold).nonzero(as_tuple=True)
+        if run_rows.numel() > limit:
+            return None
+        steps = torch.arange(_RUN, device=labels.device)
+        parts.append((run_rows.repeat_interleave(_RUN), (run_index[:, None] * _RUN + steps).reshape(-1)))
+    if whole < num_items:
+        tail_rows, tail_cols = (labels[:, whole:] >= threshold).nonzero(as_tuple=True)
+        parts.append((tail_rows, tail_cols + whole))
+    rows = torch.cat([r for r, _ in parts])
+    cols = torch.cat([c for _, c in parts])
+    hit = labels[rows, cols] >= threshold
+    rows, cols = rows[hit], cols[hit]
+    if rows.numel() > limit:
+        return None
+    values = labels[rows, cols]
+    by_value = values.argsort(descending=True, stable=True)
+    order = by_value[rows[by_value].argsort(stable=True)]  # by row, then by descending label
+    rows, values = rows[order], values[order]
+    counts = torch.bincount(rows, minlength=batch)
+    position = torch.arange(rows.numel(), device=rows.device) - (counts.cumsum(0) - counts)[rows]
+    kept = position < width
+    best = torch.zeros(batch, width, dtype=labels.dtype, device=labels.device)
+    best[rows[kept], position[kept]] = values[kept]
+    return best, counts.to(torch.float64)
 
 
 # Deep enough to sort whole rows, labels on a grid of at most this many values are counted by

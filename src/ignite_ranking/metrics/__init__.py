@@ -3,7 +3,15 @@
 from .auc import AUC, GAUC
 from .average_precision import MAP
 from .base import RankingMetric
-from .exposure import Coverage, GiniIndex
+from .beyond import (
+    AveragePopularity,
+    ExpectedExposure,
+    IntraListDiversity,
+    LongTailShare,
+    Novelty,
+    Serendipity,
+)
+from .exposure import Coverage, GiniIndex, ShannonEntropy
 from .group import RankingMetrics
 from .hit_rate import HitRate
 from .judged import Bpref, Judged
@@ -25,12 +33,17 @@ __all__ = [
     "NDCG",
     "NERR",
     "RBP",
+    "AveragePopularity",
     "Bpref",
     "Coverage",
+    "ExpectedExposure",
     "FractionalLabelWarning",
     "GiniIndex",
     "HitRate",
+    "IntraListDiversity",
     "Judged",
+    "LongTailShare",
+    "Novelty",
     "PerQuery",
     "Precision",
     "RBPResidual",
@@ -38,4 +51,6 @@ __all__ = [
     "RankingMetric",
     "RankingMetrics",
     "Recall",
+    "Serendipity",
+    "ShannonEntropy",
 ]

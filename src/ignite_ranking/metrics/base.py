@@ -80,8 +80,9 @@ def normalize_judged(
         )
     flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
     if flat and any(m.needs_items for m in metrics):
+        names = ", ".join(sorted({type(m).__name__ for m in metrics if m.needs_items}))
         raise ValueError(
-            "Coverage and GiniIndex count catalog items: pass (y_pred, y) or a Retrieved, whose "
+            f"{names} read catalog items: pass (y_pred, y) or a Retrieved, whose "
             "columns or ids are items; flat (preds, target, indexes) rows name none."
         )
     y = None
@@ -118,6 +119,11 @@ class RankingMetric(Metric):
     the item ids; ``needs_labels = False`` marks a metric that reads the relevance of the ranked
     items only, not their labels; ``has_per_query_values = False`` marks a metric that pools its queries, and
     ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
+    ``reads_relevance = False`` marks a metric that reads no relevance at all (the catalog
+    measures), so that a group does not ask it to share ``relevance_threshold``.
+    ``needs_levels`` asks for the ideal ranking's runs of equal labels (``Ranking(runs=True)``).
+    :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
+    item statistics) before any state changes, also in a group.
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
@@ -140,6 +146,10 @@ class RankingMetric(Metric):
     needs_nonrelevant = False
     needs_scores = False
     needs_items = False
+    needs_levels = False
+    reads_relevance = True
+    # Which queries count under ignore_zero_hits=True (a per_query group's members must agree).
+    keeps = "queries with a relevant item"
     has_per_query_values = True
     zero_without_hits = True
     # Which queries count in the mean (the end of "none of the queries ..."), for the error of
@@ -229,6 +239,10 @@ class RankingMetric(Metric):
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
         raise NotImplementedError
 
+    def check_ranked(self, ranked: RankedBatch) -> None:
+        """Raises ``ValueError`` if the metric cannot score ``ranked``; called before any state
+        changes (by :meth:`update`, and by a group for all its members first)."""
+
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""
         return ranked.num_relevant > 0
@@ -256,6 +270,8 @@ class RankingMetric(Metric):
             ignore_index=self.ignore_index,
             keep_indices=self.needs_items or self.needs_scores,
             labels=self.reads_labels,
+            runs=self.needs_levels,
+            relevance=self.reads_relevance,
         )
 
     @property
@@ -298,6 +314,7 @@ class RankingMetric(Metric):
             query_ids=query_ids,
         )
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
+        self.check_ranked(normalized.ranked)
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, type(self).__name__, self.relevance_threshold)
@@ -457,9 +474,9 @@ class RankingMetric(Metric):
     def intervals_by_name(self, name: str) -> dict[str, tuple[float, float]]:
         """:meth:`interval` keyed as a group names the values (``"{name}@{k}"``, or ``name``)."""
         intervals = self.interval()
-        if self.top_k is None:
-            return {name: intervals}
-        return {f"{name}@{k}": bounds for k, bounds in zip(self.top_k, intervals, strict=True)}
+        intervals = intervals if self.top_k is not None else [intervals]
+        names = [value_name.replace(self.name, name, 1) for value_name in self.value_names]
+        return dict(zip(names, intervals, strict=True))
 
     def settings(self) -> dict:
         """What the state means: the metric's ``name`` and the arguments that change its numbers.

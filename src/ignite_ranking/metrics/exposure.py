@@ -1,4 +1,4 @@
-"""Coverage@k and the Gini index of exposure: what the top-k lists do to the catalog."""
+"""Coverage@k, the Gini index and the Shannon entropy of exposure: what the top-k lists do to the catalog."""
 
 from __future__ import annotations
 
@@ -6,16 +6,17 @@ import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import reinit__is_reduced, sync_all_reduce
 
-from ..kernels import RankedBatch, exposure
+from ..kernels import RankedBatch, beyond, exposure
 from .base import RankingMetric
 
-__all__ = ["Coverage", "GiniIndex"]
+__all__ = ["Coverage", "GiniIndex", "ShannonEntropy"]
 
 
 class _Exposure(RankingMetric):
     """Counts of each catalog item in the top k lists; ``compute`` reads them."""
 
     needs_items = True
+    reads_relevance = False
     has_per_query_values = False
     without_average = "counts the items of one order"
     _settings_keys = ("top_k", "num_items", "ties", "ignore_index")
@@ -41,6 +42,15 @@ class _Exposure(RankingMetric):
     @property
     def num_values(self) -> int:
         return len(self.top_k) * self.num_items
+
+    def check_ranked(self, ranked: RankedBatch) -> None:
+        if ranked.indices is not None and ranked.indices.numel():
+            largest = int(ranked.indices.max())
+            if largest >= self.num_items:
+                raise ValueError(
+                    f"num_items is the catalog size and must exceed every ranked item id; got "
+                    f"num_items={self.num_items} and an item id {largest}."
+                )
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
@@ -126,3 +136,36 @@ class GiniIndex(_Exposure):
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def compute(self) -> list[float]:
         return exposure.gini_index(self._counts()).tolist()
+
+
+class ShannonEntropy(_Exposure):
+    r"""Shannon entropy of item exposure at k, in bits: how evenly the top k lists spread over
+    the catalog.
+
+    .. math:: H@k = -\sum_{i : c_i > 0} p_i \log_2 p_i, \qquad p_i = \frac{c_i}{\sum_j c_j}
+
+    with :math:`c_i` the number of top k lists (over the whole evaluation) holding catalog item
+    i; padding is no item, so lists shorter than k add fewer. 0: every list shows the same
+    items; :math:`\log_2` of the number of items shown: they are shown equally often. The base
+    is 2 (bits). RecBole documents this formula with the natural log, and its code also divides
+    by the number of distinct items recommended (:math:`H_{RecBole} = H \ln 2 / |\{i : c_i >
+    0\}|`); Elliot's ``SEntropy`` is this value in bits when every list has the same length
+    (see :doc:`/beyond_accuracy`). State and inputs as :class:`~ignite_ranking.Coverage`: one
+    int64 count per item and cutoff, all-reduced once; the terms are summed correctly rounded
+    (``math.fsum``), so the value depends on the counts only.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import ShannonEntropy
+        >>> metric = ShannonEntropy(top_k=[1, 2], num_items=4)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.5, 0.0], [0.8, 0.7, 0.1, 0.0]]), torch.zeros(2, 4)))
+        >>> metric.compute()  # top 1: item 0 twice; top 2: items 0, 0, 2, 1
+        [0.0, 1.5]
+    """
+
+    name = "entropy"
+
+    @sync_all_reduce("_sum_per_k", "_num_examples")
+    def compute(self) -> list[float]:
+        self._counts()  # NotComputableError without a query
+        return beyond.shannon_entropy(self._sum_per_k.reshape(len(self.top_k), self.num_items))

@@ -47,7 +47,8 @@ class RankingMetrics(MetricGroup):
             it or None. By default, the members' shared ``ignore_index``.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
         per_query: keep every member's per-query values (memory O(queries)) for
-            :meth:`per_query_values`; members must then share ``ignore_zero_hits``. An update may
+            :meth:`per_query_values`; members must then keep the same queries (share
+            ``ignore_zero_hits``, and not mix relevance and list measures). An update may
             carry query ids as ``(y_pred, y, {"query_ids": ids})``.
         relevance_threshold, ties, ignore_zero_hits, confidence: settings for every member
             that did not set its own (None: the members' own). A member that set another value
@@ -104,9 +105,9 @@ class RankingMetrics(MetricGroup):
             ignore_zero_hits=ignore_zero_hits,
             confidence=confidence,
         )
-        # Coverage and GiniIndex count lists whatever the threshold: theirs does not count here.
-        judging = [m for m in merged.values() if _applies(m, "relevance_threshold")] or list(merged.values())
-        thresholds, tie_policies = {m.relevance_threshold for m in judging}, {m.ties for m in merged.values()}
+        # Members that read no relevance (Coverage, Novelty, ...) take any group's threshold.
+        readers = [m for m in merged.values() if m.reads_relevance] or list(merged.values())
+        thresholds, tie_policies = {m.relevance_threshold for m in readers}, {m.ties for m in merged.values()}
         if len(thresholds) > 1 or len(tie_policies) > 1:
             raise ValueError(
                 "members of one RankingMetrics must share relevance_threshold and ties, got "
@@ -139,6 +140,8 @@ class RankingMetrics(MetricGroup):
             ignore_index=ignore_index,
             keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
             labels=any(m.reads_labels for m in members_list),
+            runs=any(m.needs_levels for m in members_list),
+            relevance=any(m.reads_relevance for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
@@ -147,12 +150,15 @@ class RankingMetrics(MetricGroup):
             if pooled:
                 raise ValueError(
                     f"per_query=True needs members with a value per query; {pooled} pool their "
-                    "queries (GAUC, Coverage, GiniIndex): put them in a group without per_query."
+                    "queries (GAUC, Coverage, GiniIndex, ShannonEntropy): put them in a group "
+                    "without per_query."
                 )
-            if len({m.ignore_zero_hits for m in merged.values()}) > 1:
+            kept = {name: m.keeps if m.ignore_zero_hits else "every query" for name, m in merged.items()}
+            if len(set(kept.values())) > 1:
                 raise ValueError(
-                    "members of a per_query RankingMetrics must share ignore_zero_hits, so that they "
-                    "keep the same queries."
+                    "members of a per_query RankingMetrics must keep the same queries (share "
+                    f"ignore_zero_hits and what a query needs to count), got {kept}; use one group for "
+                    "the relevance measures and another for the list measures (Novelty, ...)."
                 )
             for metric in merged.values():
                 metric._per_query = True
@@ -191,6 +197,8 @@ class RankingMetrics(MetricGroup):
             query_ids=query_ids,
         )
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
+        for metric in members:  # every member checks the batch before any of them counts it
+            metric.check_ranked(normalized.ranked)
         for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
@@ -218,7 +226,8 @@ class RankingMetrics(MetricGroup):
         for name, metric in self.metrics.items():
             member = metric.per_query_values()
             keys = member.keys if keys is None else keys
-            labels = [f"{name}@{k}" for k in metric.top_k] if metric.top_k is not None else [name]
+            # The member's name in place of the metric's own: "mrr@10" -> "{name}@10".
+            labels = [name + own[len(metric.name) :] for own in member.values]
             values.update(zip(labels, member.values.values(), strict=True))
         return PerQuery(keys, values)
 
@@ -262,7 +271,9 @@ class RankingMetrics(MetricGroup):
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             value = metric.compute()
-            if metric.top_k is None:
+            if isinstance(value, Mapping):  # several values per cutoff (ExpectedExposure)
+                results.update({name + own[len(metric.name) :]: v for own, v in value.items()})
+            elif metric.top_k is None:
                 results[name] = value
             else:
                 results.update({f"{name}@{k}": v for k, v in zip(metric.top_k, value, strict=True)})
@@ -307,4 +318,6 @@ def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: obje
 def _applies(metric: RankingMetric, key: str) -> bool:
     if key == "confidence":
         return metric.has_per_query_values
+    if key == "relevance_threshold" and not metric.reads_relevance:
+        return False
     return key in metric._settings_keys

@@ -1,0 +1,637 @@
+"""Beyond accuracy: novelty, popularity bias, diversity, serendipity and expected exposure.
+
+Each metric reads the item ids of each ranked list (the dense form's columns, a
+:class:`~ignite_ranking.Retrieved`'s ids) and statistics indexed by item id, given at
+construction on any device. A list shorter than k (``-1`` padding, items left out by
+``ignore_index``) has fewer items: its means divide by the items it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..kernels import RankedBatch, beyond
+from .base import _WHOLE_ROW, RankingMetric
+
+__all__ = [
+    "AveragePopularity",
+    "ExpectedExposure",
+    "IntraListDiversity",
+    "LongTailShare",
+    "Novelty",
+    "Serendipity",
+]
+
+
+def _check_ids(ranked: RankedBatch, size: int, statistic: str, metric: str) -> None:
+    beyond.check_item_ids(ranked, size, statistic, metric)
+
+
+class _Statistics:
+    """Item statistics kept on their own device, with a copy per device they are read on."""
+
+    def __init__(self, **values: torch.Tensor):
+        self._values = values
+        self._copies: dict[tuple[str, torch.device], torch.Tensor] = {}
+
+    def on(self, name: str, device: torch.device) -> torch.Tensor:
+        value = self._values[name]
+        if value.device == device:
+            return value
+        key = (name, device)
+        if key not in self._copies:
+            self._copies[key] = value.to(device)
+        return self._copies[key]
+
+
+class _ListMeasure(RankingMetric):
+    """A mean over each list's items of a per-item statistic; lists of fewer than ``min_items``
+    items are left out. Reads no relevance: every query with a list counts."""
+
+    needs_items = True
+    needs_labels = False
+    reads_relevance = False
+    zero_without_hits = False
+    min_items = 1
+    keeps = "queries with a listed item"
+    statistic = "item_popularity"
+    without_average = "reads the items of one order of each list"
+    _settings_keys = ("top_k", "ties", "ignore_index")
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        values: torch.Tensor,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        self._size = values.shape[0]
+        self._digest = beyond.digest(values)
+        super().__init__(
+            top_k,
+            True,
+            1.0,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+
+    def counted(self, ranked: RankedBatch) -> torch.Tensor:
+        return beyond.list_lengths(ranked.indices) >= self.min_items
+
+    def check_ranked(self, ranked: RankedBatch) -> None:
+        _check_ids(ranked, self._size, self.statistic, type(self).__name__)
+
+    def settings(self) -> dict:
+        return {**super().settings(), self.statistic: self._digest}
+
+
+class Novelty(_ListMeasure):
+    r"""Novelty at k: the mean self-information of the recommended items, in bits.
+
+    .. math::
+        \text{Novelty}@k = \frac{1}{|Q|} \sum_{q} \frac{1}{|L_q|} \sum_{i \in L_q} -\log_2 p_i,
+        \qquad p_i = \frac{\text{pop}_i}{\sum_j \text{pop}_j}
+
+    with :math:`L_q` the first ``min(k, n)`` items of query q's list (``n`` the items it holds)
+    and :math:`p_i` item i's share of all training interactions (``item_popularity``: each
+    item's number of interactions). This is expected free discovery (EFD, Vargas & Castells,
+    "Rank and Relevance in Novelty and Diversity Metrics for Recommender Systems", RecSys 2011)
+    without rank discount and relevance weighting, and Microsoft Recommenders' novelty (the
+    historical item novelty averaged over the recommendations: equal when every list has the
+    same length). Elliot's ``EFD`` weighs each rank by its relevance and a log discount, and
+    gives items never seen in training the largest novelty of a seen item (see
+    :doc:`/beyond_accuracy`). Zhou et al. (PNAS 2010) take ``p_i`` as the share of users who
+    interacted with i; with one interaction per user and item that is :math:`p_i` times the
+    mean number of interactions per user, so their novelty is this one minus the constant
+    :math:`\log_2` of that mean.
+
+    A list of no item (a :class:`~ignite_ranking.Retrieved` row of padding) is left out. Every
+    item needs ``item_popularity > 0`` (an unseen item's novelty is infinite): add one to every
+    count to keep unseen items. ``ties="average"`` is not offered.
+
+    Args:
+        top_k: a positive int or a list of them.
+        item_popularity: ``(num_items,)`` non-negative interaction counts (or any popularity),
+            indexed by item id, on any device.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Novelty
+        >>> popularity = torch.tensor([4.0, 2.0, 1.0, 1.0])  # shares 1/2, 1/4, 1/8, 1/8
+        >>> metric = Novelty([1, 2], popularity)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.8, 0.0]]), torch.zeros(1, 4)))
+        >>> metric.compute()  # items 0 then 2: 1 bit, then (1 + 3) / 2
+        [1.0, 2.0]
+    """
+
+    name = "novelty"
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        item_popularity: torch.Tensor,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        popularity = beyond.check_popularity("item_popularity", item_popularity, positive=True)
+        self._stats = _Statistics(novelty=beyond.novelty_of_items(popularity))
+        super().__init__(
+            top_k,
+            popularity,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        novelty = self._stats.on("novelty", ranked.indices.device)
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(novelty, ranked.indices), lengths, self.top_k)
+
+
+class AveragePopularity(_ListMeasure):
+    r"""Average recommendation popularity (ARP) at k: the mean raw popularity of a list's items.
+
+    .. math::
+        \text{ARP}@k = \frac{1}{|Q|} \sum_{q} \frac{1}{|L_q|} \sum_{i \in L_q} \text{pop}_i
+
+    with :math:`L_q` the first ``min(k, n)`` items of query q's list. As RecBole's
+    ``AveragePopularity`` and Elliot's ``ARP`` (the ARP and APLT names are Abdollahpouri,
+    Burke & Mobasher, "Managing Popularity Bias in Recommender Systems with Personalized
+    Re-ranking", FLAIRS 2019). Lower is less popularity-biased. A list of no item is left out;
+    ``item_popularity`` must lie below 2**31 (the range of the exact sums).
+
+    Args:
+        top_k: a positive int or a list of them.
+        item_popularity: ``(num_items,)`` non-negative popularity (e.g. training interactions),
+            indexed by item id, on any device.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import AveragePopularity, Retrieved
+        >>> metric = AveragePopularity([2], torch.tensor([10, 4, 1, 0]))
+        >>> metric.update(Retrieved(torch.tensor([[0, 2], [1, -1]]), torch.tensor([[2], [3]])))
+        >>> metric.compute()  # (10 + 1) / 2 and 4 / 1 (a list of one item)
+        [4.75]
+    """
+
+    name = "arp"
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        item_popularity: torch.Tensor,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        popularity = beyond.check_popularity("item_popularity", item_popularity)
+        self._stats = _Statistics(popularity=popularity)
+        super().__init__(
+            top_k,
+            popularity,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        popularity = self._stats.on("popularity", ranked.indices.device)
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(popularity, ranked.indices), lengths, self.top_k)
+
+
+class LongTailShare(_ListMeasure):
+    r"""Average percentage of long-tail items (APLT) at k: the share of a list's items in the tail.
+
+    .. math::
+        \text{APLT}@k = \frac{1}{|Q|} \sum_{q} \frac{|\{i \in L_q : i \in T\}|}{|L_q|}
+
+    with :math:`L_q` the first ``min(k, n)`` items of query q's list and T the long-tail items
+    (``tail_items``). Abdollahpouri, Burke & Mobasher, "Controlling Popularity Bias in
+    Learning-to-Rank Recommendation", RecSys 2017; as RecBole's ``TailPercentage`` and Elliot's
+    ``APLT`` given the same tail set (RecBole picks the tail from ``tail_ratio``, Elliot from
+    the short head's share of interactions; here the tail is given). A list of no item is left out.
+
+    Args:
+        top_k: a positive int or a list of them.
+        tail_items: ``(num_items,)`` bool mask, True for long-tail items, on any device.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import LongTailShare
+        >>> tail = torch.tensor([False, False, True, True])
+        >>> metric = LongTailShare([1, 4], tail)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.8, 0.0]]), torch.zeros(1, 4)))
+        >>> metric.compute()
+        [0.0, 0.5]
+    """
+
+    name = "aplt"
+    statistic = "tail_items"
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        tail_items: torch.Tensor,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        tail = beyond.check_tail_items(tail_items)
+        self._stats = _Statistics(tail=tail.to(torch.float64))
+        super().__init__(
+            top_k,
+            tail,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        tail = self._stats.on("tail", ranked.indices.device)
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(tail, ranked.indices), lengths, self.top_k)
+
+
+class IntraListDiversity(_ListMeasure):
+    r"""Intra-list diversity at k: the mean cosine distance between the items of a list.
+
+    .. math::
+        \text{ILD}@k = \frac{1}{|Q|} \sum_{q} \frac{2}{|L_q| (|L_q| - 1)}
+            \sum_{i < j \in L_q} \left(1 - \frac{e_i \cdot e_j}{\|e_i\| \|e_j\|}\right)
+
+    with :math:`L_q` the first ``min(k, n)`` items of query q's list and :math:`e_i` item i's
+    embedding. Ziegler et al. ("Improving Recommendation Lists Through Topic Diversification",
+    WWW 2005) introduced intra-list similarity as a sum over the pairs; this normalized mean of
+    distances is that of Vargas & Castells (RecSys 2011). A list of fewer than two items has no
+    pair and is left out, so every cutoff must be at least 2. One ``(batch, k, k)`` Gram block
+    per batch in float64 (no loop over the pairs); embeddings with NaN, inf or a zero row are
+    refused.
+
+    Args:
+        top_k: an int >= 2 or a list of them.
+        item_embeddings: ``(num_items, d)`` floating embeddings, indexed by item id, on any
+            device.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import IntraListDiversity
+        >>> embeddings = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0]])
+        >>> metric = IntraListDiversity([2, 3], embeddings)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.5]]), torch.zeros(1, 3)))
+        >>> metric.compute()  # items 0, 2 (same direction), then 1: distances 0; 0, 1, 1
+        [0.0, 0.6666666666666667]
+    """
+
+    name = "ild"
+    min_items = 2
+    keeps = "queries with two listed items"
+    statistic = "item_embeddings"
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        item_embeddings: torch.Tensor,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        unit = beyond.check_embeddings(item_embeddings)
+        self._stats = _Statistics(unit=unit)
+        super().__init__(
+            top_k,
+            unit,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+        if self.top_k[0] < 2:
+            raise ValueError(
+                "IntraListDiversity needs cutoffs >= 2 (a list of one item has no pair), got "
+                f"top_k={self.top_k}."
+            )
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        unit = self._stats.on("unit", ranked.indices.device)
+        return beyond.intra_list_diversity(ranked.indices, self.top_k, unit)
+
+
+class Serendipity(RankingMetric):
+    r"""Serendipity at k (Ge, Delgado-Battenfeld & Jannach, "Beyond Accuracy: Evaluating
+    Recommender Systems by Coverage and Serendipity", RecSys 2010).
+
+    .. math::
+        \text{SRDP}@k = \frac{1}{|Q|} \sum_{q} \frac{|\{i \in L_q : i \notin PM_k,\ i
+            \text{ relevant}\}|}{|L_q|}
+
+    with :math:`L_q` the first ``min(k, n)`` items of query q's list and :math:`PM_k` the list
+    of a primitive recommender: the k most popular items of ``item_popularity`` (equal
+    popularity: lower item id first). The denominator is the list's length, as in Ge et al.'s
+    ``|UNEXP ∩ USEFUL| / |N|``. A list of no item scores 0. Kaminskas & Bridge's
+    history-based unexpectedness is not this measure.
+
+    Queries without a relevant item are left out (``ignore_zero_hits=True``) or count as 0,
+    as for :class:`~ignite_ranking.Precision`. ``ties="average"`` is not offered.
+
+    Args:
+        top_k: a positive int or a list of them.
+        item_popularity: ``(num_items,)`` non-negative popularity, indexed by item id, on any
+            device; only its order is read.
+        ignore_zero_hits, relevance_threshold: as in :class:`~ignite_ranking.MRR`.
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import Serendipity
+        >>> popularity = torch.tensor([9.0, 5.0, 1.0, 0.0])  # most popular: 0, then 1
+        >>> metric = Serendipity([1, 2], popularity)
+        >>> metric.update((torch.tensor([[0.9, 0.1, 0.8, 0.0]]), torch.tensor([[1, 0, 1, 0]])))
+        >>> metric.compute()  # item 0 is relevant but expected; item 2 is both relevant and not
+        [0.0, 0.5]
+    """
+
+    name = "serendipity"
+    needs_items = True
+    needs_labels = False
+    without_average = "reads the items of one order of each list"
+    _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        item_popularity: torch.Tensor,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+    ):
+        popularity = beyond.check_popularity("item_popularity", item_popularity)
+        self._size = popularity.shape[0]
+        self._digest = beyond.digest(popularity)
+        self._stats = _Statistics(ranks=beyond.popularity_ranks(popularity))
+        super().__init__(
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+
+    def check_ranked(self, ranked: RankedBatch) -> None:
+        _check_ids(ranked, self._size, "item_popularity", type(self).__name__)
+
+    def settings(self) -> dict:
+        return {**super().settings(), "item_popularity": self._digest}
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        ranks = self._stats.on("ranks", ranked.indices.device)
+        return beyond.serendipity(ranked.relevant, ranked.indices, self.top_k, ranks)
+
+
+class ExpectedExposure(RankingMetric):
+    r"""Expected exposure at k (Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic
+    Rankings with Expected Exposure", CIKM 2020), under the RBP browsing model.
+
+    A user reads rank i (0-based) with probability :math:`\gamma^i` (``patience`` = γ), so the
+    item at rank :math:`i < k` gets exposure :math:`\epsilon_j = \gamma^i` and every other item
+    0. The target :math:`\epsilon^*` gives equally relevant items equal exposure: the ideal
+    ranking lists the relevant items by descending label, then the non-relevant ones (all
+    items below ``relevance_threshold`` form one level), and the items of a level at ideal
+    ranks :math:`b .. b + m - 1` each get :math:`(\gamma^{\min(b,k)} - \gamma^{\min(b+m,k)})
+    / ((1 - \gamma) m)`, their ranks' exposure cut at k as the system's is (so a stochastic
+    ranking can reach EE-L = 0). Over the catalog's items, per query:
+
+    .. math::
+        \text{EE-L} = \|\epsilon - \epsilon^*\|_2^2, \quad \text{EE-D} = \|\epsilon\|_2^2, \quad
+        \text{EE-R} = 2\, \epsilon^\top \epsilon^*, \quad
+        \text{EE-L} = \text{EE-D} - \text{EE-R} + \|\epsilon^*\|_2^2
+
+    and the metric is their means over the queries. They are not normalized (the paper's
+    definitions; expeval's ``-N`` min-max normalization with per-query bounds is not applied).
+    Lower EE-L and EE-D are better, higher EE-R. With ``ties="average"`` each item of a block of
+    equal scores gets the mean exposure of the block's ranks: the expected exposure over all
+    orders of the tied items (the paper's stochastic ranking), computed exactly; this ranks
+    whole rows. With ``groups``, each group's exposure per query (the sum of its items'
+    exposure, averaged over the queries) is reported too.
+
+    The catalog is every column of the dense form, the width of sparse labels, and for a
+    :class:`~ignite_ranking.Retrieved` with padded ``relevant`` ids ``num_items`` (or
+    ``len(groups)``), which must then be given. Unjudged items are non-relevant.
+    ``relevance_threshold`` must be positive.
+
+    ``compute()`` returns a dict, in the form Ignite spreads into ``engine.state.metrics``:
+    ``"ee_l@k"``, ``"ee_d@k"``, ``"ee_r@k"`` for each cutoff, then ``"ee_group{g}@k"`` for each
+    group g. In a :class:`~ignite_ranking.RankingMetrics`, the member's name replaces ``"ee"``
+    (a member ``exposure`` gives ``"exposure_l@10"``); per-query values use the same names.
+
+    Args:
+        top_k: a positive int or a list of them.
+        groups: ``(num_items,)`` int group id (>= 0) of each item, on any device, or None.
+        patience: γ in (0, 1): the chance that the user reads on to the next rank.
+        ignore_zero_hits: queries without a relevant item are left out (True) or counted
+            (False: their target spreads the exposure over all items).
+        relevance_threshold: the smallest relevant label (positive).
+        output_transform, device, skip_unrolling, ties, per_query, ignore_index: as in
+            :class:`~ignite_ranking.MRR`.
+        num_items: the catalog size for :class:`~ignite_ranking.Retrieved` batches with padded
+            ``relevant`` ids (checked against the other forms' width).
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import ExpectedExposure
+        >>> metric = ExpectedExposure([1], patience=0.5)
+        >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 1]])))
+        >>> {name: round(value, 4) for name, value in metric.compute().items()}
+        {'ee_l@1': 1.5, 'ee_d@1': 1.0, 'ee_r@1': 0.0}
+
+        The system shows item 0 (exposure 1), a non-relevant one; the two relevant items share
+        rank 0's exposure in the target (0.5 each): EE-L = 1 + 0.25 + 0.25.
+    """
+
+    name = "ee"
+    needs_ideal = True
+    needs_counts = True
+    needs_levels = True
+    zero_without_hits = False
+    _settings_keys = (
+        "top_k",
+        "ignore_zero_hits",
+        "relevance_threshold",
+        "ties",
+        "ignore_index",
+        "patience",
+        "num_items",
+    )
+
+    def __init__(
+        self,
+        top_k: int | list[int],
+        groups: torch.Tensor | None = None,
+        patience: float = 0.5,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        num_items: int | None = None,
+        confidence: float | None = None,
+    ):
+        self.patience = beyond.check_patience(patience)
+        if num_items is not None and (
+            isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1
+        ):
+            raise ValueError(
+                f"num_items (the catalog size) must be None or a positive int, got {num_items!r}."
+            )
+        self._groups = None if groups is None else beyond.check_groups(groups)
+        if self._groups is not None and num_items is not None and num_items != self._groups.shape[0]:
+            raise ValueError(
+                f"groups holds {self._groups.shape[0]} items but num_items={num_items}; give one group "
+                "id per item."
+            )
+        self.num_items = num_items
+        self.num_groups = 0 if self._groups is None else int(self._groups.max()) + 1
+        self._digest = None if self._groups is None else beyond.digest(self._groups)
+        self._stats = _Statistics(groups=self._groups) if self._groups is not None else None
+        self.needs_items = self._groups is not None
+        super().__init__(
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+        )
+        if not self.relevance_threshold > 0:
+            raise ValueError(
+                "ExpectedExposure needs relevance_threshold > 0 (labels below it form the one "
+                f"non-relevant level), got {self.relevance_threshold}."
+            )
+
+    @property
+    def depth(self) -> int:
+        """Whole rows under ``ties="average"`` (every tied block whole), else the largest cutoff."""
+        return _WHOLE_ROW if self.ties == "average" else super().depth
+
+    @property
+    def parts(self) -> list[str]:
+        """The measures per cutoff: ``"l"``, ``"d"``, ``"r"``, then ``"group{g}"`` per group."""
+        return ["l", "d", "r", *(f"group{g}" for g in range(self.num_groups))]
+
+    @property
+    def num_values(self) -> int:
+        return len(self.parts) * len(self.top_k)
+
+    @property
+    def value_names(self) -> list[str]:
+        return [f"{self.name}_{part}@{k}" for part in self.parts for k in self.top_k]
+
+    @property
+    def _given_catalog(self) -> int | None:
+        """The catalog size given at construction (``num_items``, else ``len(groups)``), or None."""
+        if self.num_items is not None:
+            return self.num_items
+        return None if self._groups is None else self._groups.shape[0]
+
+    def check_ranked(self, ranked: RankedBatch) -> None:
+        beyond.exposure_catalog(ranked, self._given_catalog)
+        if self._groups is not None:
+            _check_ids(ranked, self._groups.shape[0], "groups", "ExpectedExposure")
+
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        catalog = beyond.exposure_catalog(ranked, self._given_catalog)
+        groups = None if self._stats is None else self._stats.on("groups", ranked.relevant.device)
+        values = beyond.expected_exposure(ranked, self.top_k, self.patience, catalog, groups, self.num_groups)
+        parts = [values.loss, values.disparity, values.relevance]
+        if values.groups is not None:
+            parts += list(values.groups.unbind(dim=2))
+        return torch.cat(parts, dim=1)
+
+    def compute(self) -> dict[str, float]:
+        values = super().compute()
+        return dict(zip(self.value_names, values, strict=True))
+
+    def settings(self) -> dict:
+        settings = super().settings()
+        if self._digest is not None:
+            settings["groups"] = self._digest
+        return settings
