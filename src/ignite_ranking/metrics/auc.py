@@ -20,8 +20,10 @@ class AUC(SingleValueMetric):
     over the row's judged items (P relevant, N judged non-relevant; see
     ``(y_pred, y, {"judged": mask})``). Equal scores count one half whatever ``ties`` says; it
     equals ``sklearn.metrics.roc_auc_score`` per row. A row needs both kinds of items: with
-    ``ignore_zero_hits=True`` the others are left out, with False they count 0. Cost: it reads
-    whole rows, a sort of every row (O(n log n)) instead of a top-k selection. Arguments as
+    ``ignore_zero_hits=True`` the others are left out, with False they count 0; under
+    ``empty_target_action`` they are the queries it acts on ("pos": they count 1, "error": they
+    are refused). Cost: it reads whole rows, a sort of every row (O(n log n)) instead of a top-k
+    selection. Arguments as
     :class:`~ignite_ranking.MRR`, without ``top_k``; ``ties="average"`` is refused.
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
@@ -38,6 +40,7 @@ class AUC(SingleValueMetric):
 
     name = "auc"
     count_rule = "had both a judged item below and one at or above relevance_threshold"
+    empty_rule = "lacks a judged item below relevance_threshold={threshold:g} or one at or above it"
     without_average = "counts ties as one half itself"
     whole_row = True
     needs_counts = True

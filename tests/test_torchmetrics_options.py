@@ -1,0 +1,410 @@
+"""torchmetrics' retrieval options, each against torchmetrics itself on the flat form.
+
+Random flat streams hold empty queries (no relevant item), ignored rows and queries cut across
+updates. Where torchmetrics' order of equal scores is not specified (MRR, HitRate, Precision,
+Recall, MAP, R-Precision, AUC's top k) the scores are tie-free; NDCG and AUC over whole queries
+see tied scores, under the policy that matches theirs (``ties="average"`` for NDCG; AUC counts
+ties one half whatever the policy). Values agree to 1e-6 except where docs/migrating.md names a
+difference; the tests that pin those differences down come last.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import socket
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+import torch
+from ignite.exceptions import NotComputableError
+
+torchmetrics = pytest.importorskip("torchmetrics")
+from torchmetrics import retrieval as tm  # noqa: E402
+
+from ignite_ranking import (  # noqa: E402
+    AUC,
+    MAP,
+    MRR,
+    NDCG,
+    HitRate,
+    Judged,
+    Precision,
+    RankingMetrics,
+    Recall,
+    RPrecision,
+)
+
+IGNORE = -100
+ACTIONS = ("skip", "neg", "pos")
+CUTOFFS = [1, 3, 10, 25]
+
+
+def _stream(seed, *, tied=False, graded=False, num_queries=120, with_negative=False, shortest=1):
+    """Flat rows: queries of ``shortest``..20 rows, a fifth of them without a relevant item,
+    about a tenth of the rows ignored; scores tie-free in (0, 1] or from five values.
+    ``with_negative``: every query keeps a non-relevant row (AUC needs one, see the end)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(shortest, 21, size=num_queries)
+    n = int(lengths.sum())
+    if tied:
+        preds = torch.from_numpy(rng.integers(1, 6, size=n) / 5.0)
+    else:
+        preds = torch.from_numpy(rng.permutation(n) + 1.0) / n
+    preds = preds.to(torch.float32)
+    top = 4 if graded else 2
+    target = torch.from_numpy(rng.integers(0, top, size=n) * (rng.random(n) < 0.5))
+    query = np.repeat(np.arange(num_queries), lengths)
+    empty = rng.random(num_queries) < 0.2
+    target[torch.from_numpy(empty[query])] = 0
+    target[torch.from_numpy(rng.random(n) < 0.1)] = IGNORE
+    if with_negative:
+        target[torch.from_numpy(np.cumsum(lengths) - lengths)] = 0
+    indexes = torch.from_numpy(rng.permutation(num_queries)[query])
+    return preds, target, indexes
+
+
+def _chunks(stream, parts=4):
+    n = stream[0].shape[0]
+    bounds = np.linspace(0, n, parts + 1).astype(int)
+    return [tuple(t[a:b] for t in stream) for a, b in itertools.pairwise(bounds)]
+
+
+def _ours(metric, chunks):
+    for chunk in chunks:
+        metric.update(chunk)
+    return metric.compute()
+
+
+def _theirs(cls, chunks, **kwargs):
+    metric = cls(ignore_index=IGNORE, **kwargs)
+    for preds, target, indexes in chunks:
+        metric.update(preds, target, indexes=indexes)
+    return metric.compute().item()
+
+
+def _at_cutoffs(cls, chunks, cutoffs, **kwargs):
+    return [_theirs(cls, chunks, top_k=k, **kwargs) for k in cutoffs]
+
+
+# ours (class, kwargs), theirs, the stream's kind
+CUTOFF_PAIRS = [
+    (MRR, {}, tm.RetrievalMRR, {}),
+    (HitRate, {}, tm.RetrievalHitRate, {}),
+    (Precision, {}, tm.RetrievalPrecision, {}),
+    (Recall, {}, tm.RetrievalRecall, {}),
+    (NDCG, {"gain_function": "linear_rank", "ties": "average"}, tm.RetrievalNormalizedDCG, {"tied": True}),
+]
+
+
+def _pair_ids(pairs):
+    return [pair[2].__name__ for pair in pairs]
+
+
+# ------------------------------------------------------------------------- empty_target_action
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize(("ours", "kwargs", "theirs", "kind"), CUTOFF_PAIRS, ids=_pair_ids(CUTOFF_PAIRS))
+def test_empty_target_action_equals_torchmetrics(ours, kwargs, theirs, kind, action):
+    chunks = _chunks(_stream(1, graded=ours is NDCG, **kind))
+    got = _ours(ours(CUTOFFS, ignore_index=IGNORE, empty_target_action=action, **kwargs), chunks)
+    expected = _at_cutoffs(theirs, chunks, CUTOFFS, empty_target_action=action)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_empty_target_action_of_the_metrics_without_a_cutoff(action):
+    chunks = _chunks(_stream(2))
+    r_precision = _ours(RPrecision(ignore_index=IGNORE, empty_target_action=action), chunks)
+    assert r_precision == pytest.approx(
+        _theirs(tm.RetrievalRPrecision, chunks, empty_target_action=action), abs=1e-6
+    )
+    full_map = _ours(MAP([20], ignore_index=IGNORE, empty_target_action=action), chunks)  # k >= every query
+    assert full_map == pytest.approx([_theirs(tm.RetrievalMAP, chunks, empty_target_action=action)], abs=1e-6)
+
+
+def test_pos_scores_one_and_neg_zero_for_an_empty_query():
+    y_pred = torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.3, 0.4]])
+    y = torch.tensor([[0, 1, 0], [0, 0, 0]])
+    values = {}
+    for action in ACTIONS:
+        metric = MRR([1, 3], empty_target_action=action, per_query=True)
+        metric.update((y_pred, y))
+        values[action] = (metric.compute(), metric.per_query_values().values["mrr@3"].tolist())
+    assert values["skip"] == ([0.0, 1 / 3], [1 / 3])
+    assert values["neg"] == ([0.0, 1 / 6], [1 / 3, 0.0])
+    assert values["pos"] == ([0.5, 2 / 3], [1 / 3, 1.0])
+    mask = torch.tensor([[True, True, False], [False, False, True]])
+    for action, expected in (("neg", [0.5]), ("pos", [0.75])):  # Judged@2 of the rows: 1/2, 1/2
+        judged = Judged([2], empty_target_action=action)
+        judged.update((y_pred, y, {"judged": mask}))
+        assert judged.compute() == expected  # neg: the second query's own 1/2; pos: 1
+    auc = AUC(empty_target_action="pos")
+    auc.update((torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.3, 0.4]]), torch.tensor([[0, 1, 0], [1, 1, 1]])))
+    assert auc.compute() == 0.5  # (0 + 1) / 2: the second query has no non-relevant item
+
+
+def _state(metric):
+    return copy.deepcopy(metric.state_dict())
+
+
+def _same(before, after):
+    if isinstance(before, Mapping):
+        assert before.keys() == after.keys()
+        for key, value in before.items():
+            _same(value, after[key])
+    elif isinstance(before, (list, tuple)):
+        assert len(before) == len(after)
+        for value, other in zip(before, after, strict=True):
+            _same(value, other)
+    elif isinstance(before, torch.Tensor):
+        assert torch.equal(before, after)
+    else:
+        assert before == after
+
+
+def test_error_refuses_the_update_naming_the_query_and_keeps_the_state():
+    stream = _stream(4)
+    metric = MRR([1, 10], ignore_index=IGNORE, empty_target_action="error")
+    group = RankingMetrics(mrr=MRR(10), ndcg=NDCG(10), empty_target_action="error", ignore_index=IGNORE)
+    for m in (metric, group):  # updates without empty queries are added (query -5 is held)
+        m.update((torch.tensor([0.5, 0.4]), torch.tensor([1, 0]), torch.tensor([-1, -1])))
+        m.update((torch.tensor([0.3, 0.2]), torch.tensor([1, 0]), torch.tensor([-5, -5])))
+    for m in (metric, group):
+        before = _state(m)
+        with pytest.raises(ValueError, match=r"empty_target_action='error'.*query \d+ \(its indexes value\)"):
+            m.update(stream)
+        _same(before, _state(m))
+        assert m.compute() == ([1.0, 1.0] if m is metric else {"mrr@10": 1.0, "ndcg@10": 1.0})
+    with pytest.raises(ValueError, match="the query at row 1 of the batch"):
+        MRR(3, empty_target_action="error").update((torch.rand(2, 3), torch.tensor([[1, 0, 0], [0, 0, 0]])))
+    # the flat form's last query is checked when it completes: here at compute()
+    held = MRR(3, empty_target_action="error")
+    held.update((torch.tensor([0.1, 0.2, 0.3]), torch.tensor([1, 0, 0]), torch.tensor([4, 9, 9])))
+    with pytest.raises(ValueError, match=r"query 9 \(its indexes value\)"):
+        held.compute()
+
+
+def test_error_on_a_stream_without_empty_queries_equals_torchmetrics():
+    preds, target, indexes = _stream(5)
+    has_relevant = torch.zeros(int(indexes.max()) + 1, dtype=torch.bool)
+    has_relevant[indexes[target == 1]] = True
+    keep = has_relevant[indexes]
+    chunks = _chunks((preds[keep], target[keep], indexes[keep]))
+    got = _ours(Recall(CUTOFFS, ignore_index=IGNORE, empty_target_action="error"), chunks)
+    assert got == pytest.approx(_at_cutoffs(tm.RetrievalRecall, chunks, CUTOFFS, empty_target_action="error"))
+    with pytest.raises(ValueError, match="no positive target"):  # theirs raises in compute
+        _theirs(tm.RetrievalRecall, _chunks(_stream(5)), empty_target_action="error")
+
+
+# ---------------------------------------------------------------------------------- aggregation
+
+
+def _squares(values, dim=None):  # torchmetrics calls it with dim=None
+    return (values**2).mean() if dim is None else (values**2).mean(dim=dim)
+
+
+AGGREGATIONS = ["median", "min", "max", _squares]
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS, ids=["median", "min", "max", "callable"])
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize(("ours", "kwargs", "theirs", "kind"), CUTOFF_PAIRS, ids=_pair_ids(CUTOFF_PAIRS))
+def test_aggregation_equals_torchmetrics(ours, kwargs, theirs, kind, action, aggregation):
+    chunks = _chunks(_stream(6, graded=ours is NDCG, **kind))
+    metric = ours(CUTOFFS, ignore_index=IGNORE, empty_target_action=action, aggregation=aggregation, **kwargs)
+    got = _ours(metric, chunks)
+    expected = _at_cutoffs(theirs, chunks, CUTOFFS, empty_target_action=action, aggregation=aggregation)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS, ids=["median", "min", "max", "callable"])
+def test_aggregation_of_a_group_member(aggregation):
+    tie_free = _chunks(_stream(8))
+    group = RankingMetrics(mrr=MRR([3, 10], aggregation=aggregation), hit=HitRate(3), ignore_index=IGNORE)
+    values = _ours(group, tie_free)
+    assert [values["mrr@3"], values["mrr@10"]] == pytest.approx(
+        _at_cutoffs(tm.RetrievalMRR, tie_free, [3, 10], empty_target_action="skip", aggregation=aggregation),
+        abs=1e-6,
+    )
+    assert values["hit@3"] == pytest.approx(
+        _theirs(tm.RetrievalHitRate, tie_free, top_k=3, empty_target_action="skip")
+    )
+
+
+def test_the_mean_keeps_no_values_and_the_others_keep_them_in_the_state():
+    chunks = _chunks(_stream(9))
+    mean = MRR([3], ignore_index=IGNORE)
+    median = MRR([3], ignore_index=IGNORE, aggregation="median")
+    for chunk in chunks:
+        mean.update(chunk)
+        median.update(chunk)
+    assert mean._query_values == [] and "_query_values" not in mean.state_dict()
+    assert sum(v.shape[0] for v in median._query_values) > 50
+    restored = MRR([3], ignore_index=IGNORE, aggregation="median")
+    restored.load_state_dict(median.state_dict())
+    assert restored.compute() == median.compute()
+    # the aggregation is not part of the settings: the same state means the same queries
+    as_max = MRR([3], ignore_index=IGNORE, aggregation="max")
+    as_max.load_state_dict(median.state_dict())
+    assert as_max.compute() == [1.0]
+    with pytest.raises(ValueError, match="per-query values"):
+        MRR([3], ignore_index=IGNORE, aggregation="median").load_state_dict(mean.state_dict())
+
+
+def test_an_aggregation_of_no_query_is_not_computable():
+    metric = MRR([3], aggregation="median")
+    metric.update((torch.rand(2, 3), torch.zeros(2, 3)))
+    with pytest.raises(NotComputableError, match="MRR saw 2 queries"):
+        metric.compute()
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+
+def _refused(build, error, pattern):
+    with pytest.raises(error, match=pattern):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "pattern"),
+    [
+        (lambda: MRR(3, empty_target_action="ignore"), ValueError, "empty_target_action"),
+        (lambda: MRR(3, empty_target_action=False), TypeError, "empty_target_action"),
+        (
+            lambda: MRR(3, True, empty_target_action="pos"),
+            ValueError,
+            "ignore_zero_hits=True and empty_target_action",
+        ),
+        (lambda: NDCG(3, ignore_zero_hits=False, empty_target_action="skip"), ValueError, "disagree"),
+        (lambda: RPrecision(ignore_zero_hits=False, empty_target_action="error"), ValueError, "disagree"),
+        (
+            lambda: RankingMetrics(mrr=MRR(3), ignore_zero_hits=True, empty_target_action="neg"),
+            ValueError,
+            "disagree",
+        ),
+        (lambda: RankingMetrics(mrr=MRR(3), empty_target_action="all"), ValueError, "empty_target_action"),
+        (
+            lambda: RankingMetrics(mrr=MRR(3, ignore_zero_hits=False), empty_target_action="pos"),
+            ValueError,
+            "'mrr' sets empty_target_action='neg' and the group empty_target_action='pos'",
+        ),
+        (
+            lambda: RankingMetrics(a=MRR(3), b=MRR(3, empty_target_action="pos"), per_query=True),
+            ValueError,
+            "share ignore_zero_hits",
+        ),
+    ],
+)
+def test_bad_empty_target_action_is_refused_naming_it(build, error, pattern):
+    _refused(build, error, pattern)
+
+
+def test_bad_aggregation_is_refused_naming_it():
+    _refused(lambda: MRR(3, aggregation="average"), ValueError, "aggregation")
+    _refused(lambda: MRR(3, aggregation=2), TypeError, "aggregation")
+    _refused(lambda: MRR(3, aggregation="median", confidence=0.9), ValueError, "aggregation='median'")
+    metric = MRR(3, aggregation=lambda values: values)  # not one number
+    metric.update((torch.rand(2, 3), torch.ones(2, 3)))
+    with pytest.raises(TypeError, match="aggregation must return one number"):
+        metric.compute()
+
+
+def test_group_settings_of_empty_target_action():
+    group = RankingMetrics(mrr=MRR(3), ndcg=NDCG(3, empty_target_action="pos"), empty_target_action="pos")
+    assert [m.empty_target_action for m in group.metrics.values()] == ["pos", "pos"]
+    group = RankingMetrics(mrr=MRR(3), ndcg=NDCG(3, ignore_zero_hits=False), ignore_zero_hits=False)
+    assert [m.empty_target_action for m in group.metrics.values()] == ["neg", "neg"]
+    # neg, pos and error keep every query: they may share a per_query group
+    group = RankingMetrics(
+        a=MRR(3, empty_target_action="pos"), b=MRR(3, ignore_zero_hits=False), per_query=True
+    )
+    group.update((torch.tensor([[0.2, 0.1], [0.3, 0.4]]), torch.tensor([[0, 0], [0, 1]])))
+    assert group.per_query_values().values == {
+        "a@3": pytest.approx(torch.tensor([1.0, 1.0], dtype=torch.float64)),
+        "b@3": pytest.approx(torch.tensor([0.0, 1.0], dtype=torch.float64)),
+    }
+
+
+# ------------------------------------------------------------------------------------- settings
+
+
+def test_empty_target_action_is_saved_only_when_it_is_pos_or_error():
+    base = MRR(3).settings()
+    assert "empty_target_action" not in base and "aggregation" not in base
+    assert MRR(3, empty_target_action="skip").settings() == base
+    assert MRR(3, empty_target_action="neg").settings() == MRR(3, ignore_zero_hits=False).settings()
+    assert MRR(3, empty_target_action="pos").settings()["empty_target_action"] == "pos"
+    assert MRR(3, empty_target_action="error").settings()["empty_target_action"] == "error"
+    pos = MRR(3, empty_target_action="pos")
+    pos.update((torch.rand(2, 3), torch.ones(2, 3)))
+    with pytest.raises(ValueError, match="empty_target_action"):
+        MRR(3, ignore_zero_hits=False).load_state_dict(pos.state_dict())
+
+
+# ------------------------------------------------------------------------- deliberate differences
+
+
+def test_a_run_without_any_counted_query_is_not_computable_here_and_zero_there():
+    preds, target, indexes = torch.tensor([0.3, 0.2]), torch.tensor([0, 0]), torch.tensor([1, 1])
+    metric = MRR(3, empty_target_action="skip")
+    metric.update((preds, target, indexes))
+    with pytest.raises(NotComputableError):
+        metric.compute()
+    theirs = tm.RetrievalMRR(empty_target_action="skip")
+    theirs.update(preds, target, indexes=indexes)
+    assert theirs.compute().item() == 0.0
+
+
+# -------------------------------------------------------------------- aggregation, 2 processes
+
+WORLD_SIZE = 2
+
+
+def _aggregated(rank_chunks):
+    results = {}
+    for name, aggregation in (("median", "median"), ("min", "min"), ("max", "max"), ("squares", _squares)):
+        metric = RankingMetrics(
+            mrr=MRR([1, 10], aggregation=aggregation, empty_target_action="pos"),
+            ndcg=NDCG(5, gain_function="linear_rank", aggregation=aggregation, empty_target_action="pos"),
+            ignore_index=IGNORE,
+        )
+        for chunk in rank_chunks:
+            metric.update(chunk)
+        results[name] = metric.compute()
+    return results
+
+
+def _rank_chunks(rank):
+    """Rank r's updates: queries of its own (a query never straddles two processes)."""
+    preds, target, indexes = _stream(16, with_negative=True)
+    mine = indexes % WORLD_SIZE == rank
+    return _chunks((preds[mine], target[mine], indexes[mine]), parts=3)
+
+
+def _worker(local_rank, out_dir):
+    import ignite.distributed as idist
+
+    torch.save(_aggregated(_rank_chunks(idist.get_rank())), f"{out_dir}/rank{idist.get_rank()}.pt")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_aggregations_over_two_processes_equal_one_over_all_queries(tmp_path):
+    import ignite.distributed as idist
+
+    with idist.Parallel(
+        backend="gloo", nproc_per_node=WORLD_SIZE, master_addr="127.0.0.1", master_port=_free_port()
+    ) as parallel:
+        parallel.run(_worker, str(tmp_path))
+    single = _aggregated([chunk for rank in range(WORLD_SIZE) for chunk in _rank_chunks(rank)])
+    for rank in range(WORLD_SIZE):
+        assert torch.load(tmp_path / f"rank{rank}.pt", weights_only=False) == single
