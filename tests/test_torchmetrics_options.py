@@ -33,6 +33,7 @@ from ignite_ranking import (  # noqa: E402
     Precision,
     RankingMetrics,
     Recall,
+    Retrieved,
     RPrecision,
 )
 
@@ -261,6 +262,36 @@ def test_an_aggregation_of_no_query_is_not_computable():
         metric.compute()
 
 
+# ------------------------------------------------------------------------------------- Precision
+
+
+@pytest.mark.parametrize("adaptive_k", [False, True])
+@pytest.mark.parametrize("top_k", [None, 1, 3, 10, 25])
+@pytest.mark.parametrize("action", ACTIONS)
+def test_precision_adaptive_k_and_whole_queries_equal_torchmetrics(top_k, adaptive_k, action):
+    chunks = _chunks(_stream(10))
+    metric = Precision(top_k, ignore_index=IGNORE, adaptive_k=adaptive_k, empty_target_action=action)
+    got = _ours(metric, chunks)
+    expected = _theirs(
+        tm.RetrievalPrecision, chunks, top_k=top_k, adaptive_k=adaptive_k, empty_target_action=action
+    )
+    assert (got if top_k is None else got[0]) == pytest.approx(expected, abs=1e-6)
+
+
+def test_precision_of_whole_queries_in_every_form():
+    y_pred = torch.tensor([[0.9, 0.8, 0.1, 0.4], [0.3, 0.2, 0.1, 0.0]])
+    y = torch.tensor([[0, 1, 1, 0], [1, 0, 0, 0]])
+    metric = Precision(None, per_query=True)
+    metric.update((y_pred, y))
+    assert metric.per_query_values().values["precision"].tolist() == [0.5, 0.25]
+    retrieved = Precision(None)  # a Retrieved list's items are what it retrieved: 1 of 3
+    retrieved.update(Retrieved(torch.tensor([[4, 2, 7, -1]]), torch.tensor([[2, 9]])))
+    assert retrieved.compute() == pytest.approx(1 / 3)
+    group = RankingMetrics(p=Precision(None), p2=Precision(2, adaptive_k=True), rprec=RPrecision())
+    group.update((y_pred, y))
+    assert group.compute() == {"p": 0.375, "p2@2": 0.5, "rprec": 0.75}
+
+
 # ------------------------------------------------------------------------------------ bad input
 
 
@@ -313,6 +344,11 @@ def test_bad_aggregation_is_refused_naming_it():
         metric.compute()
 
 
+def test_bad_precision_arguments_are_refused_naming_them():
+    _refused(lambda: Precision(3, adaptive_k=1), TypeError, "adaptive_k")
+    _refused(lambda: Precision([]), ValueError, "top_k")
+
+
 def test_group_settings_of_empty_target_action():
     group = RankingMetrics(mrr=MRR(3), ndcg=NDCG(3, empty_target_action="pos"), empty_target_action="pos")
     assert [m.empty_target_action for m in group.metrics.values()] == ["pos", "pos"]
@@ -343,6 +379,13 @@ def test_empty_target_action_is_saved_only_when_it_is_pos_or_error():
     pos.update((torch.rand(2, 3), torch.ones(2, 3)))
     with pytest.raises(ValueError, match="empty_target_action"):
         MRR(3, ignore_zero_hits=False).load_state_dict(pos.state_dict())
+
+
+def test_precision_settings_are_saved_only_when_set():
+    assert (
+        "adaptive_k" not in Precision(3).settings() and Precision(3, adaptive_k=True).settings()["adaptive_k"]
+    )
+    assert Precision(None).settings()["top_k"] is None
 
 
 # ------------------------------------------------------------------------- deliberate differences

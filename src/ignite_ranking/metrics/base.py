@@ -245,7 +245,7 @@ class RankingMetric(Metric):
         empty_target_action: str | None = None,
         aggregation: str | Callable = "mean",
     ):
-        self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.top_k = self._cutoffs(top_k)
         self.judged_only = check_flag("judged_only", judged_only)
         self.ignore_index = check_ignore_index(ignore_index)
         self._per_query = check_flag("per_query", per_query)
@@ -270,6 +270,10 @@ class RankingMetric(Metric):
         bound = inspect.signature(cls.__init__).bind_partial(None, *args, **kwargs)
         metric.__dict__["_explicit"] = frozenset(bound.arguments) - {"self"}
         return metric
+
+    def _cutoffs(self, top_k: object) -> list[int] | None:
+        """The checked cutoffs (None for a metric without them)."""
+        return normalize_top_k(top_k) if self.takes_top_k else None
 
     def _set_settings(self, **settings) -> None:
         """Checks and sets ``ignore_zero_hits``, ``empty_target_action``, ``relevance_threshold``,
