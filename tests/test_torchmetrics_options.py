@@ -292,6 +292,38 @@ def test_precision_of_whole_queries_in_every_form():
     assert group.compute() == {"p": 0.375, "p2@2": 0.5, "rprec": 0.75}
 
 
+# ---------------------------------------------------------------------------------- N-D flat form
+
+
+@pytest.mark.parametrize("shape", [(-1, 6), (-1, 2, 3)])
+def test_flat_inputs_of_any_shape_equal_torchmetrics(shape):
+    preds, target, indexes = _stream(11)
+    n = preds.shape[0] // 6 * 6
+    stream = tuple(t[:n].reshape(shape) for t in (preds, target, indexes))
+    got = _ours(
+        NDCG(CUTOFFS, gain_function="linear_rank", ignore_index=IGNORE, ignore_zero_hits=False), [stream]
+    )
+    expected = _at_cutoffs(tm.RetrievalNormalizedDCG, [stream], CUTOFFS)
+    assert got == pytest.approx(expected, abs=1e-6)
+    flat = _ours(
+        NDCG(CUTOFFS, gain_function="linear_rank", ignore_index=IGNORE, ignore_zero_hits=False),
+        [tuple(t.reshape(-1) for t in stream)],
+    )
+    assert got == flat
+
+
+def test_a_batch_of_one_query_per_row_in_the_flat_form():
+    y_pred, y = torch.rand(5, 7), (torch.rand(5, 7) > 0.6).long()
+    indexes = torch.arange(5)[:, None].expand(5, 7)
+    flat, dense = MRR([1, 5], ignore_zero_hits=False), MRR([1, 5], ignore_zero_hits=False)
+    flat.update((y_pred, y, indexes))
+    dense.update((y_pred, y))
+    assert flat.compute() == dense.compute()
+    assert flat.compute() == pytest.approx(
+        _at_cutoffs(tm.RetrievalMRR, [(y_pred, y, indexes)], [1, 5]), abs=1e-6
+    )
+
+
 # ------------------------------------------------------------------------------------ bad input
 
 
@@ -347,6 +379,19 @@ def test_bad_aggregation_is_refused_naming_it():
 def test_bad_precision_arguments_are_refused_naming_them():
     _refused(lambda: Precision(3, adaptive_k=1), TypeError, "adaptive_k")
     _refused(lambda: Precision([]), ValueError, "top_k")
+
+
+def test_flat_inputs_of_other_shapes_are_refused():
+    _refused(
+        lambda: MRR(3).update((torch.rand(2, 3), torch.ones(2, 3), torch.zeros(3, 2, dtype=torch.int64))),
+        ValueError,
+        "one shape",
+    )
+    _refused(
+        lambda: MRR(3).update((torch.tensor(0.5), torch.tensor(1), torch.tensor(0))),
+        ValueError,
+        "at least one dimension",
+    )
 
 
 def test_group_settings_of_empty_target_action():

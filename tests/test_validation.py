@@ -45,7 +45,7 @@ nan_label = y_ok.to(torch.float32)
 nan_label[1, 0] = math.nan
 
 BAD_OUTPUTS = [
-    ("triple", (y_pred_ok, y_ok, y_ok), ValueError, "1-D of one length"),
+    ("triple", (y_pred_ok, y_ok, y_ok[:, :3]), ValueError, "one shape"),
     ("quadruple", (y_pred_ok, y_ok, y_ok, y_ok), ValueError, "output"),
     ("single", (y_pred_ok,), ValueError, "output"),
     ("tensor", y_pred_ok, ValueError, "output"),
