@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import socket
 from collections.abc import Mapping
 
@@ -126,6 +127,13 @@ def test_empty_target_action_of_the_metrics_without_a_cutoff(action):
     assert full_map == pytest.approx([_theirs(tm.RetrievalMAP, chunks, empty_target_action=action)], abs=1e-6)
 
 
+@pytest.mark.parametrize("action", ACTIONS)
+def test_empty_target_action_of_auc(action):
+    auc_chunks = _chunks(_stream(3, tied=True, with_negative=True))
+    auc = _ours(AUC(ignore_index=IGNORE, empty_target_action=action), auc_chunks)
+    assert auc == pytest.approx(_theirs(tm.RetrievalAUROC, auc_chunks, empty_target_action=action), abs=1e-6)
+
+
 def test_pos_scores_one_and_neg_zero_for_an_empty_query():
     y_pred = torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.3, 0.4]])
     y = torch.tensor([[0, 1, 0], [0, 0, 0]])
@@ -218,6 +226,14 @@ def test_aggregation_equals_torchmetrics(ours, kwargs, theirs, kind, action, agg
     metric = ours(CUTOFFS, ignore_index=IGNORE, empty_target_action=action, aggregation=aggregation, **kwargs)
     got = _ours(metric, chunks)
     expected = _at_cutoffs(theirs, chunks, CUTOFFS, empty_target_action=action, aggregation=aggregation)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS, ids=["median", "min", "max", "callable"])
+def test_aggregation_of_auc(aggregation):
+    chunks = _chunks(_stream(7, tied=True, with_negative=True))
+    got = _ours(AUC(ignore_index=IGNORE, aggregation=aggregation, empty_target_action="neg"), chunks)
+    expected = _theirs(tm.RetrievalAUROC, chunks, aggregation=aggregation)
     assert got == pytest.approx(expected, abs=1e-6)
 
 
@@ -324,6 +340,46 @@ def test_a_batch_of_one_query_per_row_in_the_flat_form():
     )
 
 
+# ------------------------------------------------------------------------------ AUC, flat form
+
+
+@pytest.mark.parametrize("max_fpr", [None, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("action", ACTIONS)
+def test_auc_on_flat_tied_queries_equals_torchmetrics(max_fpr, action):
+    chunks = _chunks(_stream(12, tied=True, with_negative=True))
+    got = _ours(AUC(ignore_index=IGNORE, max_fpr=max_fpr, empty_target_action=action), chunks)
+    expected = _theirs(tm.RetrievalAUROC, chunks, max_fpr=max_fpr, empty_target_action=action)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("max_fpr", [None, 0.2])
+@pytest.mark.parametrize("action", ACTIONS)
+def test_auc_of_the_top_k_equals_torchmetrics(max_fpr, action):
+    chunks = _chunks(_stream(13, with_negative=True))
+    got = _ours(AUC(top_k=CUTOFFS, ignore_index=IGNORE, max_fpr=max_fpr, empty_target_action=action), chunks)
+    expected = _at_cutoffs(tm.RetrievalAUROC, chunks, CUTOFFS, max_fpr=max_fpr, empty_target_action=action)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_auc_gives_the_same_value_in_the_flat_and_the_dense_form():
+    rng = np.random.default_rng(14)
+    y_pred = torch.from_numpy(rng.integers(0, 4, size=(6, 9)) / 4.0)
+    y = torch.from_numpy(rng.integers(0, 2, size=(6, 9)))
+    indexes = torch.arange(6)[:, None].expand(6, 9)
+    for kwargs in ({}, {"max_fpr": 0.4}, {"top_k": [2, 5]}):
+        dense, flat = AUC(**kwargs), AUC(**kwargs)
+        dense.update((y_pred, y))
+        flat.update((y_pred.reshape(-1), y.reshape(-1), indexes.reshape(-1)))
+        assert flat.compute() == dense.compute()
+    group = RankingMetrics(auc=AUC(), mrr=MRR(3))  # ragged queries, held across updates
+    alone = AUC()
+    chunks = _chunks(_stream(15, tied=True, with_negative=True))
+    for chunk in chunks:
+        group.update(chunk)
+        alone.update(chunk)
+    assert group.compute()["auc"] == alone.compute()
+
+
 # ------------------------------------------------------------------------------------ bad input
 
 
@@ -394,6 +450,30 @@ def test_flat_inputs_of_other_shapes_are_refused():
     )
 
 
+@pytest.mark.parametrize(
+    ("build", "error", "pattern"),
+    [
+        (lambda: AUC(ignore_zero_hits=False, empty_target_action="error"), ValueError, "disagree"),
+        (lambda: AUC(max_fpr=0), ValueError, "max_fpr"),
+        (lambda: AUC(max_fpr=1.5), ValueError, "max_fpr"),
+        (lambda: AUC(max_fpr=math.nan), ValueError, "max_fpr"),
+        (lambda: AUC(max_fpr="0.1"), TypeError, "max_fpr"),
+        (lambda: AUC(max_fpr=True), TypeError, "max_fpr"),
+        (lambda: AUC(top_k=0), ValueError, "top_k"),
+        (lambda: AUC(top_k=2.5), TypeError, "top_k"),
+        (
+            lambda: AUC().update(
+                Retrieved(torch.tensor([[1, 2]]), torch.tensor([[2]]), scores=torch.rand(1, 2))
+            ),
+            ValueError,
+            "flat",
+        ),
+    ],
+)
+def test_bad_auc_arguments_are_refused_naming_them(build, error, pattern):
+    _refused(build, error, pattern)
+
+
 def test_group_settings_of_empty_target_action():
     group = RankingMetrics(mrr=MRR(3), ndcg=NDCG(3, empty_target_action="pos"), empty_target_action="pos")
     assert [m.empty_target_action for m in group.metrics.values()] == ["pos", "pos"]
@@ -433,7 +513,32 @@ def test_precision_settings_are_saved_only_when_set():
     assert Precision(None).settings()["top_k"] is None
 
 
+def test_auc_settings_are_saved_only_when_set():
+    assert "max_fpr" not in AUC().settings() and AUC(max_fpr=0.5).settings()["max_fpr"] == 0.5
+    assert AUC().settings()["top_k"] is None and AUC(top_k=[5, 2]).settings()["top_k"] == [2, 5]
+    with pytest.raises(ValueError, match="max_fpr"):
+        AUC().load_state_dict(AUC(max_fpr=0.5).state_dict())
+
+
 # ------------------------------------------------------------------------- deliberate differences
+
+
+def test_a_query_with_only_relevant_items_is_an_empty_query_of_auc_here_and_zero_there():
+    preds = torch.tensor([0.9, 0.5, 0.4, 0.7, 0.2])
+    target = torch.tensor([1, 0, 1, 1, 1])
+    indexes = torch.tensor([0, 0, 0, 1, 1])  # query 1 has no non-relevant item
+    expected = {"skip": 0.5, "neg": 0.25, "pos": 0.75}
+    for action, value in expected.items():
+        metric = AUC(empty_target_action=action)
+        metric.update((preds, target, indexes))
+        assert metric.compute() == value
+        theirs = tm.RetrievalAUROC(empty_target_action=action)
+        theirs.update(preds, target, indexes=indexes)
+        assert theirs.compute().item() == pytest.approx(0.25)  # 0 for query 1 whatever the action
+    refusing = AUC(empty_target_action="error")
+    refusing.update((preds, target, indexes))  # query 1 is held until it is complete
+    with pytest.raises(ValueError, match=r"query 1 \(its indexes value\) lacks a judged item below"):
+        refusing.compute()
 
 
 def test_a_run_without_any_counted_query_is_not_computable_here_and_zero_there():

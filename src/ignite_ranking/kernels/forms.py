@@ -101,6 +101,7 @@ class Ranking:
     ignore_index: int | None = None
     keep_indices: bool = False
     labels: bool = True  # gather the ranked labels (dense form; metrics reading only relevance need not)
+    scores: bool = False  # gather the ranked scores (AUC), where the form has scores
 
 
 @dataclass(frozen=True)
@@ -201,9 +202,11 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         ideal=ranking.ideal,
         cover_relevant=ranking.cover_relevant,
         count=ranking.count,
-        keep_indices=ranking.keep_indices,
+        keep_indices=ranking.keep_indices or ranking.scores,
         labels=ranking.labels,
     )
+    if ranking.scores:
+        ranked.scores = y_pred.gather(1, ranked.indices).to(_F64)
     return Normalized(ranked, rows)
 
 
@@ -423,6 +426,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         num_relevant=counts.to(_F64),
     )
     _mark_judged(ranked, c, order, keep, threshold)
+    if ranking.scores and c.scores is not None:  # past a list's end: no item, scored -inf
+        ranked.scores = torch.where(ranked.indices >= 0, c.scores.gather(1, order)[:, :keep], -torch.inf)
     if ranking.ideal:
         if c.judged_labels is None:
             gains = torch.where(listed_relevant, c.labels, torch.zeros_like(c.labels))

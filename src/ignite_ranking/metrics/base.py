@@ -159,12 +159,11 @@ def normalize_judged(
     if y is not None:
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
         mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
-    if any(m.needs_scores for m in metrics):
-        if y is None:
-            raise ValueError("AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form.")
-        at = ranked.indices
-        scores = output[0].detach().gather(1, at.clamp(min=0)).to(torch.float64)
-        ranked.scores = torch.where(at >= 0, scores, -torch.inf)  # past a list's end: no item
+    if any(m.needs_scores for m in metrics) and y is None and not flat:
+        raise ValueError(
+            "AUC and GAUC read every item's score: pass the dense (y_pred, y) or the flat "
+            "(preds, target, indexes) form."
+        )
     return normalized
 
 
@@ -371,6 +370,7 @@ class RankingMetric(Metric):
             ignore_index=self.ignore_index,
             keep_indices=self.needs_items or self.needs_scores,
             labels=self.reads_labels,
+            scores=self.needs_scores,
         )
 
     @property

@@ -156,6 +156,7 @@ class RankingMetrics(MetricGroup):
             ignore_index=ignore_index,
             keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
             labels=any(m.reads_labels for m in members_list),
+            scores=any(m.needs_scores for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
