@@ -392,7 +392,7 @@ def _refused(build, error, pattern):
     ("build", "error", "pattern"),
     [
         (lambda: MRR(3, empty_target_action="ignore"), ValueError, "empty_target_action"),
-        (lambda: MRR(3, empty_target_action=False), TypeError, "empty_target_action"),
+        (lambda: MRR(3, empty_target_action=False), TypeError, "empty_target_action must be None or one of"),
         (
             lambda: MRR(3, True, empty_target_action="pos"),
             ValueError,
@@ -433,7 +433,8 @@ def test_bad_aggregation_is_refused_naming_it():
 
 
 def test_bad_precision_arguments_are_refused_naming_them():
-    _refused(lambda: Precision(3, adaptive_k=1), TypeError, "adaptive_k")
+    _refused(lambda: Precision(3, adaptive_k=1), TypeError, "adaptive_k must be a bool")
+    _refused(lambda: Precision(None, adaptive_k="yes"), TypeError, "adaptive_k must be a bool")
     _refused(lambda: Precision([]), ValueError, "top_k")
 
 
@@ -457,10 +458,10 @@ def test_flat_inputs_of_other_shapes_are_refused():
         (lambda: AUC(max_fpr=0), ValueError, "max_fpr"),
         (lambda: AUC(max_fpr=1.5), ValueError, "max_fpr"),
         (lambda: AUC(max_fpr=math.nan), ValueError, "max_fpr"),
-        (lambda: AUC(max_fpr="0.1"), TypeError, "max_fpr"),
-        (lambda: AUC(max_fpr=True), TypeError, "max_fpr"),
+        (lambda: AUC(max_fpr="0.1"), TypeError, "max_fpr must be None or a float"),
+        (lambda: AUC(max_fpr=True), TypeError, "max_fpr must be None or a float"),
         (lambda: AUC(top_k=0), ValueError, "top_k"),
-        (lambda: AUC(top_k=2.5), TypeError, "top_k"),
+        (lambda: AUC(top_k=2.5), TypeError, "top_k must be a positive int"),
         (
             lambda: AUC().update(
                 Retrieved(torch.tensor([[1, 2]]), torch.tensor([[2]]), scores=torch.rand(1, 2))
