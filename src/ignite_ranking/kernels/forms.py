@@ -5,8 +5,9 @@ Four forms describe the same thing, a ranking per query and its judgements:
 - dense: ``(y_pred, y)``, two ``(batch, num_items)`` tensors;
 - sparse labels: ``(y_pred, y)`` with ``y`` a torch sparse COO/CSR ``(batch, num_items)`` tensor
   (an absent entry is label 0);
-- flat: ``(preds, target, indexes)``, three 1-D tensors of one length, torchmetrics' retrieval
-  form: the rows of one query id form one ranking (a query's rows must be contiguous);
+- flat: ``(preds, target, indexes)``, three 1-D tensors of one length (or of one N-D shape,
+  flattened), torchmetrics' retrieval form: the rows of one query id form one ranking (a
+  query's rows must be contiguous);
 - :class:`Retrieved`: ``(batch, k)`` retrieved item ids (``-1`` pads), optional scores, and the
   judged items of each query.
 
@@ -103,6 +104,7 @@ class Ranking:
     labels: bool = True  # gather the ranked labels (dense form; metrics reading only relevance need not)
     runs: bool = False  # with ideal: count the whole run of the ideal ranking's last held label
     relevance: bool = True  # count whether each row has a relevant item (False: no metric reads it)
+    scores: bool = False  # gather the ranked scores (AUC), where the form has scores
 
 
 @dataclass(frozen=True)
@@ -214,11 +216,13 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
         ideal=ranking.ideal,
         cover_relevant=ranking.cover_relevant,
         count=ranking.count,
-        keep_indices=ranking.keep_indices,
+        keep_indices=ranking.keep_indices or ranking.scores,
         labels=ranking.labels,
         last_run=ranking.runs,
         relevance=ranking.relevance,
     )
+    if ranking.scores:
+        ranked.scores = y_pred.gather(1, ranked.indices).to(_F64)
     return Normalized(ranked, rows)
 
 
@@ -248,10 +252,15 @@ def _normalize_flat(output: Sequence, ranking: Ranking, held: FlatRows | None, h
 
 
 def check_flat(preds: object, target: object, indexes: object) -> FlatRows:
-    """Checks the flat form and returns its rows (query ids as int64)."""
+    """Checks the flat form and returns its rows (query ids as int64), flattened.
+
+    The three tensors may have any shape with at least one dimension, the same for all three
+    (torchmetrics' rule); an N-D input is flattened in row-major order, so a ``(queries, items)``
+    batch whose ``indexes`` are constant along each row is one query per row.
+    """
     for name, value in (("preds", preds), ("target", target), ("indexes", indexes)):
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a 1-D torch.Tensor, got {type(value)}.")
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value)}.")
     assert isinstance(preds, torch.Tensor) and isinstance(target, torch.Tensor)
     assert isinstance(indexes, torch.Tensor)
     if preds.dtype not in _FLOAT_DTYPES:
@@ -262,15 +271,20 @@ def check_flat(preds: object, target: object, indexes: object) -> FlatRows:
         # A 3-tuple of float tensors is a bad (y_pred, y) to Ignite's metrics (ValueError): both.
         raise ArgumentTypeError(f"indexes must hold integer query ids, got {indexes.dtype}.")
     shapes = [tuple(t.shape) for t in (preds, target, indexes)]
-    if any(len(s) != 1 for s in shapes) or len(set(shapes)) != 1:
-        raise ValueError(f"preds, target and indexes must be 1-D of one length, got shapes {shapes}.")
+    if len(set(shapes)) != 1 or not shapes[0]:
+        raise ValueError(
+            "preds, target and indexes must have one shape with at least one dimension (1-D of one "
+            f"length, or N-D, flattened), got shapes {shapes}."
+        )
     if len({t.device for t in (preds, target, indexes)}) != 1:
         raise ValueError("preds, target and indexes must be on one device.")
     if torch.isnan(preds).any():
         raise ValueError("preds must not contain NaN; mask items with -inf instead.")
     if target.is_floating_point() and torch.isnan(target).any():
         raise ValueError("target must not contain NaN labels.")
-    return FlatRows(preds.detach(), target.detach(), indexes.detach().to(torch.int64))
+    return FlatRows(
+        preds.detach().reshape(-1), target.detach().reshape(-1), indexes.detach().to(torch.int64).reshape(-1)
+    )
 
 
 def _normalize_flat_rows(rows: FlatRows, ranking: Ranking, hold_last: bool) -> Normalized:
@@ -429,6 +443,8 @@ def rank_candidates(c: _Candidates, ranking: Ranking) -> RankedBatch:
         num_relevant=counts.to(_F64),
     )
     _mark_judged(ranked, c, order, keep, threshold)
+    if ranking.scores and c.scores is not None:  # past a list's end: no item, scored -inf
+        ranked.scores = torch.where(ranked.indices >= 0, c.scores.gather(1, order)[:, :keep], -torch.inf)
     if ranking.ideal:
         if c.judged_labels is None:
             gains = torch.where(listed_relevant, c.labels, torch.zeros_like(c.labels))

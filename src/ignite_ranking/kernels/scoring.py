@@ -20,6 +20,7 @@ from .batch import RankedBatch, sum_to_cutoffs
 __all__ = [
     "average_precision",
     "hit_rate",
+    "list_precision",
     "ndcg",
     "precision",
     "r_precision",
@@ -68,9 +69,29 @@ def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     return (sum_to_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
 
 
-def precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
-    """Relevant items in the top k, divided by k."""
-    return ranked.hits(cutoffs) / _cutoff_tensor(ranked, cutoffs)
+def precision(ranked: RankedBatch, cutoffs: Sequence[int], adaptive_k: bool = False) -> torch.Tensor:
+    """Relevant items in the top k, divided by k, or with ``adaptive_k`` by ``min(k, n)``, n the
+    items of the row's ranking (a row without items scores 0)."""
+    if not adaptive_k:
+        return ranked.hits(cutoffs) / _cutoff_tensor(ranked, cutoffs)
+    shown = torch.minimum(_cutoff_tensor(ranked, cutoffs)[None, :], _listed(ranked)[:, None])
+    return _divide(ranked.hits(cutoffs), shown)
+
+
+def list_precision(ranked: RankedBatch) -> torch.Tensor:
+    """Relevant items of each row's whole ranking, divided by its number of items: ``(batch, 1)``.
+
+    The batch must hold every item of each row (ranked to a depth at least the row's length).
+    """
+    return _divide(ranked.relevant.sum(dim=1), _listed(ranked))[:, None]
+
+
+def _listed(ranked: RankedBatch) -> torch.Tensor:
+    """``(batch,)`` float64: the ranked positions of each row that hold an item."""
+    if ranked.retrieved is not None:
+        return ranked.retrieved.to(torch.float64)
+    rows = ranked.relevant.shape[0]
+    return torch.full((rows,), float(ranked.depth), dtype=torch.float64, device=ranked.relevant.device)
 
 
 def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:

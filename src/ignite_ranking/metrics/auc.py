@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from ..kernels import RankedBatch, auc
+from ..kernels import RankedBatch, auc, normalize_top_k
 from ..kernels.exact_sum import limb_sums
-from .base import SingleValueMetric
+from .base import _WHOLE_ROW, RankingMetric, SingleValueMetric
 
 __all__ = ["AUC", "GAUC"]
 
@@ -20,9 +22,22 @@ class AUC(SingleValueMetric):
     over the row's judged items (P relevant, N judged non-relevant; see
     ``(y_pred, y, {"judged": mask})``). Equal scores count one half whatever ``ties`` says; it
     equals ``sklearn.metrics.roc_auc_score`` per row. A row needs both kinds of items: with
-    ``ignore_zero_hits=True`` the others are left out, with False they count 0. Cost: it reads
-    whole rows, a sort of every row (O(n log n)) instead of a top-k selection. Arguments as
-    :class:`~ignite_ranking.MRR`, without ``top_k``; ``ties="average"`` is refused.
+    ``ignore_zero_hits=True`` the others are left out, with False they count 0; under
+    ``empty_target_action`` they are the queries it acts on ("pos": they count 1, "error": they
+    are refused). Cost: it reads whole rows, a sort of every row (O(n log n)) instead of a top-k
+    selection. It takes the dense and the flat ``(preds, target, indexes)`` forms (it reads every
+    item's score). Arguments as :class:`~ignite_ranking.MRR`; ``ties="average"`` is refused.
+
+    Args:
+        top_k: None (default): every item of the row. A positive int or a list of them: the AUC
+            of each query's top k ranked items only (torchmetrics' ``top_k``; equal scores at the
+            cutoff are kept in the tie policy's order), one value per cutoff, 0 where the top k
+            lacks one kind of item; which queries count still depends on the whole row.
+            ``compute`` then returns a list, one float per cutoff (keyword only).
+        max_fpr: None (default), or a float in (0, 1]: the McClish-standardized partial AUC over
+            false positive rates up to ``max_fpr``, as ``sklearn.metrics.roc_auc_score(...,
+            max_fpr=...)`` and torchmetrics compute it (0.5 for a random ranking, 1 for a
+            perfect one; 1.0 is the plain AUC) (keyword only).
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -34,21 +49,76 @@ class AUC(SingleValueMetric):
         >>> metric.update((torch.tensor([[0.9, 0.5, 0.5, 0.1]]), torch.tensor([[1, 0, 1, 0]])))
         >>> metric.compute()  # pairs won: 2 + (1/2 + 1) of 2 * 2
         0.875
+        >>> metric = AUC(top_k=[2, 4], max_fpr=0.5)  # the flat form, one query
+        >>> metric.update((torch.tensor([0.9, 0.5, 0.4, 0.1]), torch.tensor([1, 0, 1, 0]),
+        ...                torch.tensor([7, 7, 7, 7])))
+        >>> [round(v, 4) for v in metric.compute()]
+        [1.0, 0.6667]
     """
 
     name = "auc"
     count_rule = "had both a judged item below and one at or above relevance_threshold"
+    empty_rule = "lacks a judged item below relevance_threshold={threshold:g} or one at or above it"
     without_average = "counts ties as one half itself"
     whole_row = True
     needs_counts = True
     needs_nonrelevant = True
     needs_scores = True
 
+    def __init__(
+        self,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
+        top_k: int | list[int] | None = None,
+        max_fpr: float | None = None,
+    ):
+        self.max_fpr = auc.check_max_fpr(max_fpr)
+        RankingMetric.__init__(  # SingleValueMetric's arguments, and cutoffs
+            self,
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
+        )
+
+    def _cutoffs(self, top_k: object) -> list[int] | None:
+        return None if top_k is None else normalize_top_k(top_k)
+
+    @property
+    def depth(self) -> int:
+        return _WHOLE_ROW if self.top_k is None else self.top_k[-1]
+
+    def settings(self) -> dict:
+        settings = super().settings()
+        if self.max_fpr is not None:  # only when set, so that states saved before the option still load
+            settings["max_fpr"] = self.max_fpr
+        return settings
+
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return (ranked.num_relevant > 0) & (ranked.num_nonrelevant > 0)
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return auc.auc(ranked)
+        if self.top_k is None and self.max_fpr is None:
+            return auc.auc(ranked)
+        return auc.auc_at(ranked, self.top_k, self.max_fpr)
 
 
 class GAUC(AUC):
@@ -59,7 +129,8 @@ class GAUC(AUC):
     over the users (rows) with both relevant and judged non-relevant items, :math:`n_u` the
     judged items of row u (all of them without a mask). The state is the exact weighted sum and
     the int64 sum of the weights. Arguments as :class:`~ignite_ranking.AUC`, without
-    ``ignore_zero_hits`` (such rows are always left out, as in RecBole) and ``per_query``.
+    ``ignore_zero_hits`` and ``empty_target_action`` (such rows are always left out, as in
+    RecBole), ``per_query``, ``aggregation``, ``top_k`` and ``max_fpr``.
 
     Example:
         >>> import torch

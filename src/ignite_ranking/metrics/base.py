@@ -42,9 +42,73 @@ from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from .label_notes import LabelNotes
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
-__all__ = ["RankingMetric", "SingleValueMetric", "bounds_by_name", "normalize_judged"]
+__all__ = [
+    "AGGREGATIONS",
+    "EMPTY_TARGET_ACTIONS",
+    "RankingMetric",
+    "SingleValueMetric",
+    "bounds_by_name",
+    "check_aggregation",
+    "check_empty_target_action",
+    "flat_ids",
+    "normalize_judged",
+]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
+
+# What to do with a query that ``ignore_zero_hits=True`` would leave out (torchmetrics' names):
+# leave it out, count it as 0, count it as 1, or refuse the update.
+EMPTY_TARGET_ACTIONS = ("skip", "neg", "pos", "error")
+# The named aggregations of the per-query values; a callable is the other choice.
+AGGREGATIONS = ("mean", "median", "min", "max")
+
+
+def check_empty_target_action(action: object) -> str | None:
+    """``empty_target_action`` if it is None or one of :data:`EMPTY_TARGET_ACTIONS`, else raises."""
+    if action is None:
+        return None
+    if not isinstance(action, str):
+        raise TypeError(
+            f"empty_target_action must be None or one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r} "
+            f"of type {type(action).__name__}."
+        )
+    if action not in EMPTY_TARGET_ACTIONS:
+        raise ValueError(f"empty_target_action must be one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r}.")
+    return action
+
+
+def check_aggregation(aggregation: object) -> str | Callable:
+    """``aggregation`` if it is one of :data:`AGGREGATIONS` or a callable, else raises."""
+    if isinstance(aggregation, str):
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"aggregation must be one of {list(AGGREGATIONS)} or a callable, got {aggregation!r}."
+            )
+        return aggregation
+    if not callable(aggregation):
+        raise TypeError(
+            f"aggregation must be one of {list(AGGREGATIONS)} or a callable over a 1-D tensor of "
+            f"per-query values, got {aggregation!r} of type {type(aggregation).__name__}."
+        )
+    return aggregation
+
+
+def resolve_empty_target_action(ignore_zero_hits: bool | None, action: str | None) -> str:
+    """The action that ``ignore_zero_hits`` and ``empty_target_action`` (either may be None: not
+    given; both checked) say together, refusing two that disagree: True is "skip", False "neg"."""
+    implied = None if ignore_zero_hits is None else ("skip" if ignore_zero_hits else "neg")
+    if action is None:
+        if implied is None:
+            raise ValueError("give ignore_zero_hits or empty_target_action")
+        return implied
+    if implied is not None and implied != action:
+        raise ValueError(
+            f"ignore_zero_hits={ignore_zero_hits} and empty_target_action={action!r} disagree: "
+            "ignore_zero_hits=True is empty_target_action='skip' and False is 'neg'; pass "
+            "empty_target_action alone."
+        )
+    return action
+
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
 _SETTINGS = "_settings"
@@ -100,13 +164,18 @@ def normalize_judged(
     if y is not None:
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
         mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
-    if any(m.needs_scores for m in metrics):
-        if y is None:
-            raise ValueError("AUC and GAUC read whole rows of scores: pass the dense (y_pred, y) form.")
-        at = ranked.indices
-        scores = output[0].detach().gather(1, at.clamp(min=0)).to(torch.float64)
-        ranked.scores = torch.where(at >= 0, scores, -torch.inf)  # past a list's end: no item
+    if any(m.needs_scores for m in metrics) and y is None and not flat:
+        raise ValueError(
+            "AUC and GAUC read every item's score: pass the dense (y_pred, y) or the flat "
+            "(preds, target, indexes) form."
+        )
     return normalized
+
+
+def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
+    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    return normalized.query_ids if flat else None
 
 
 class RankingMetric(Metric):
@@ -133,7 +202,15 @@ class RankingMetric(Metric):
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
-    :meth:`compute` and returned by :meth:`per_query_values`.
+    :meth:`compute` and returned by :meth:`per_query_values`. An ``aggregation`` other than
+    ``"mean"`` keeps them too (the mean needs only the sums), and aggregates them in
+    :meth:`compute`.
+
+    ``empty_target_action`` (torchmetrics' name) says what happens to the queries that
+    :meth:`counted` rejects: ``"skip"`` leaves them out (``ignore_zero_hits=True``), ``"neg"``
+    counts them with their value (0, or a ``zero_without_hits = False`` metric's own value;
+    ``ignore_zero_hits=False``), ``"pos"`` counts them as 1 on every value, and ``"error"``
+    refuses the update that holds one (:meth:`refuse_empty`, before any state changes).
     """
 
     name = "ranking"
@@ -155,6 +232,8 @@ class RankingMetric(Metric):
     # Which queries count in the mean (the end of "none of the queries ..."), for the error of
     # a metric that counted none.
     count_rule = "had a label >= relevance_threshold"
+    # What a query that :meth:`counted` rejects lacks, for empty_target_action="error".
+    empty_rule = "has no label >= relevance_threshold={threshold:g}"
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
     required_output_keys = ("y_pred", "y")
@@ -176,16 +255,24 @@ class RankingMetric(Metric):
         ignore_index: int | None = None,
         judged_only: bool = False,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
-        self.top_k = normalize_top_k(top_k) if self.takes_top_k else None
+        self.top_k = self._cutoffs(top_k)
         self.judged_only = check_flag("judged_only", judged_only)
         self.ignore_index = check_ignore_index(ignore_index)
         self._per_query = check_flag("per_query", per_query)
+        # ignore_zero_hits is read only when given, or when empty_target_action is not (its
+        # default would otherwise contradict every action but "skip").
+        empty = {} if empty_target_action is None else {"empty_target_action": empty_target_action}
+        if empty_target_action is None or "ignore_zero_hits" in self.__dict__.get("_explicit", ()):
+            empty["ignore_zero_hits"] = ignore_zero_hits
         self._set_settings(
-            ignore_zero_hits=ignore_zero_hits,
+            **empty,
             relevance_threshold=relevance_threshold,
             ties=ties,
             confidence=confidence,
+            aggregation=aggregation,
         )
         super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
 
@@ -197,16 +284,47 @@ class RankingMetric(Metric):
         metric.__dict__["_explicit"] = frozenset(bound.arguments) - {"self"}
         return metric
 
+    def _cutoffs(self, top_k: object) -> list[int] | None:
+        """The checked cutoffs (None for a metric without them)."""
+        return normalize_top_k(top_k) if self.takes_top_k else None
+
     def _set_settings(self, **settings) -> None:
-        """Checks and sets ``ignore_zero_hits``, ``relevance_threshold``, ``ties`` and
-        ``confidence`` (those given), refusing a combination the metric does not define."""
+        """Checks and sets ``ignore_zero_hits``, ``empty_target_action``, ``relevance_threshold``,
+        ``ties``, ``confidence`` and ``aggregation`` (those given), refusing a combination the
+        metric does not define.
+
+        ``ignore_zero_hits`` and ``empty_target_action`` are one setting: given together they
+        must agree (True is "skip", False "neg"); either sets both attributes
+        (``ignore_zero_hits`` is True for "skip" only).
+        """
         checks = {
             "ignore_zero_hits": lambda v: check_flag("ignore_zero_hits", v),
+            "empty_target_action": check_empty_target_action,
             "relevance_threshold": check_threshold,
             "ties": check_ties,
             "confidence": check_confidence,
+            "aggregation": check_aggregation,
         }
         checked = {key: checks[key](value) for key, value in settings.items()}
+        if "ignore_zero_hits" in checked or "empty_target_action" in checked:
+            action = resolve_empty_target_action(
+                checked.pop("ignore_zero_hits", None), checked.pop("empty_target_action", None)
+            )
+            checked["empty_target_action"] = action
+            checked["ignore_zero_hits"] = action == "skip"
+        aggregation = checked.get("aggregation", self.__dict__.get("aggregation", "mean"))
+        confidence = checked.get("confidence", self.__dict__.get("confidence"))
+        if not (isinstance(aggregation, str) and aggregation == "mean"):
+            if not self.has_per_query_values:
+                raise ValueError(
+                    f"{type(self).__name__} pools its queries: it has no per-query values to "
+                    f"aggregate; got aggregation={aggregation!r}."
+                )
+            if confidence is not None:
+                raise ValueError(
+                    f"confidence gives intervals of the mean; it does not go with "
+                    f"aggregation={aggregation!r} (got confidence={confidence!r})."
+                )
         ties = checked.get("ties", self.__dict__.get("ties", "first"))
         if ties == "average" and self.judged_only:
             raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
@@ -272,6 +390,7 @@ class RankingMetric(Metric):
             labels=self.reads_labels,
             runs=self.needs_levels,
             relevance=self.reads_relevance,
+            scores=self.needs_scores,
         )
 
     @property
@@ -315,6 +434,7 @@ class RankingMetric(Metric):
         )
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.check_ranked(normalized.ranked)
+        self.refuse_empty(normalized.ranked, flat_ids(output, normalized))
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, type(self).__name__, self.relevance_threshold)
@@ -324,24 +444,50 @@ class RankingMetric(Metric):
         if self._held is not None:
             ids = self._held.indexes[:1].cpu() if self._per_query else None
             ranked = flush(self._held, self.ranking)
+            self.refuse_empty(ranked, self._held.indexes[:1])
             self.accumulate(ranked, query_ids=ids)
             self._label_notes.note(None, ranked, type(self).__name__, self.relevance_threshold)
             self._held = None
 
+    def refuse_empty(self, ranked: RankedBatch, flat_query_ids: torch.Tensor | None) -> None:
+        """Under ``empty_target_action="error"``, raises ``ValueError`` for a batch with a query
+        that :meth:`counted` rejects, naming it: by its id (``flat_query_ids``, the flat form's
+        ``indexes`` of each ranked row), else by its row in the batch. Changes nothing."""
+        if self.empty_target_action != "error":
+            return
+        empty = ~self.counted(ranked)
+        if not bool(empty.any()):
+            return
+        row = int(empty.nonzero()[0, 0])
+        where = (
+            f"the query at row {row} of the batch"
+            if flat_query_ids is None
+            else f"query {int(flat_query_ids[row])} (its indexes value)"
+        )
+        raise ValueError(
+            f"{type(self).__name__} was created with empty_target_action='error', and {where} "
+            f"{self.empty_rule.format(threshold=self.relevance_threshold)}; nothing was added. "
+            "Pass empty_target_action='skip', 'neg' or 'pos' to accept such queries."
+        )
+
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
-        """Adds the values of a ranked batch to the sums (no checks: the batch is valid)."""
+        """Adds the values of a ranked batch to the sums (no checks: the batch is valid, and
+        :meth:`refuse_empty` has passed it)."""
         values = self.score(condense(ranked) if self.judged_only else ranked)
-        if self._per_query:
-            self._keep_per_query(ranked, values, query_ids)
-        if self.ignore_zero_hits:
+        action = self.empty_target_action
+        counted = self.counted(ranked) if action in ("skip", "pos") else None
+        if action == "pos":
+            values = torch.where(counted[:, None], values, torch.ones_like(values))
+        elif action == "skip" and not self.zero_without_hits:
             # A query without relevant items scores 0 (the scorers' contract), so it adds nothing
             # to the sums and only the count leaves it out: no host synchronization, and no
             # masked copy of the (batch, cutoffs) values, which can be large. Measures that
             # score such a query (Judged@k, the RBP residual) are masked.
-            counted = self.counted(ranked)
-            if not self.zero_without_hits:
-                values = torch.where(counted[:, None], values, torch.zeros_like(values))
+            values = torch.where(counted[:, None], values, torch.zeros_like(values))
+        if self._keeps_values:
+            self._keep_per_query(values, query_ids, counted if action == "skip" else None)
+        if action == "skip":
             self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
@@ -361,17 +507,22 @@ class RankingMetric(Metric):
     def _add_to_sums(self, sums: torch.Tensor) -> None:
         self._sum_per_k = carry(self._sum_per_k + sums.to(self._device))
 
+    @property
+    def _keeps_values(self) -> bool:
+        """Whether the per-query values are kept: for ``per_query`` or another aggregation."""
+        return self._per_query or not (isinstance(self.aggregation, str) and self.aggregation == "mean")
+
     def _keep_per_query(
-        self, ranked: RankedBatch, values: torch.Tensor, query_ids: torch.Tensor | None
+        self, values: torch.Tensor, query_ids: torch.Tensor | None, counted: torch.Tensor | None
     ) -> None:
+        """Keeps the values and keys of a batch's queries (only the ``counted`` ones if given)."""
         given = query_ids is not None
         if self._user_keys is not None and self._user_keys != given:
             raise ValueError("pass query_ids with every update of a per_query metric, or with none")
         batch = values.shape[0]
         keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
-        if self.ignore_zero_hits:
-            counted = self.counted(ranked).cpu()
-            values, keys = values[counted.to(values.device)], keys[counted]
+        if counted is not None:
+            values, keys = values[counted.to(values.device)], keys[counted.cpu()]
         self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
         self._query_keys.append(keys)
         self._queries_arrived += batch
@@ -399,6 +550,10 @@ class RankingMetric(Metric):
             raise ValueError(
                 f"{type(self).__name__} keeps per-query values only when created with per_query=True."
             )
+        return self._gather()
+
+    def _gather(self) -> PerQuery:
+        """The kept per-query values of every process (a collective), gathered once per state."""
         if self._gathered is None:
             keys, values = gather_per_query(
                 self._query_values, self._query_keys, self._queries_arrived, self._user_keys, self.num_values
@@ -408,9 +563,32 @@ class RankingMetric(Metric):
 
     def compute(self) -> list[float] | float:
         self.close_held()
-        if self._per_query:
-            self.per_query_values()
+        if self._keeps_values:
+            gathered = self._gather()
+            if not (isinstance(self.aggregation, str) and self.aggregation == "mean"):
+                return self._aggregate(gathered)
         return self._mean()
+
+    def _aggregate(self, gathered: PerQuery) -> list[float] | float:
+        """``aggregation`` of every process's counted per-query values, per value."""
+        if len(gathered) == 0:
+            raise self._label_notes.not_computable(
+                type(self).__name__, self.relevance_threshold, self.count_rule
+            )
+        results = []
+        for name, values in gathered.values.items():
+            if callable(self.aggregation):
+                result = self.aggregation(values)
+                try:
+                    results.append(float(result))
+                except (TypeError, ValueError, RuntimeError):
+                    raise TypeError(
+                        f"aggregation must return one number for a 1-D tensor of per-query values; "
+                        f"for {name} it returned {result!r}."
+                    ) from None
+            else:  # median: the lower of the two middle values for an even count, as torch's
+                results.append(float(getattr(values, self.aggregation)()))
+        return results if self.top_k is not None else results[0]
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _mean(self) -> list[float] | float:
@@ -498,13 +676,15 @@ class RankingMetric(Metric):
             settings["judged_only"] = True
         if self.confidence is not None:  # the state then holds the sums of squares too
             settings["confidence"] = self.confidence
+        if self.empty_target_action in ("pos", "error"):  # "skip" and "neg" are ignore_zero_hits
+            settings["empty_target_action"] = self.empty_target_action
         return settings
 
     def _state_dict_per_rank(self) -> OrderedDict:
         # Copies, so that later updates never change a state the user saved.
         state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
         state[_SETTINGS] = self.settings()
-        if self._per_query:
+        if self._keeps_values:
             state["_query_values"] = (
                 torch.cat(self._query_values) if self._query_values else torch.zeros((0, self.num_values))
             ).to(torch.float64)
@@ -528,12 +708,13 @@ class RankingMetric(Metric):
         self._check_settings(state_dict[_SETTINGS])
         sums = self._loaded_sums(state_dict["_sum_per_k"])
         count = _loaded_count(state_dict["_num_examples"])
-        if self._per_query:
+        if self._keeps_values:
             kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
             if any(key not in state_dict for key in kept):
                 raise ValueError(
-                    f"state_dict lacks the per-query values of this per_query {type(self).__name__}; "
-                    "pass what a per_query=True metric's state_dict() returned."
+                    f"state_dict lacks the per-query values that this {type(self).__name__} keeps "
+                    "(per_query=True, or an aggregation other than 'mean'); pass what such a "
+                    "metric's state_dict() returned."
                 )
             values, keys = state_dict["_query_values"], state_dict["_query_keys"]
             if not isinstance(values, torch.Tensor) or not isinstance(keys, torch.Tensor):
@@ -545,7 +726,7 @@ class RankingMetric(Metric):
                 )
         self._sum_per_k = sums.to(self._device)
         self._num_examples = torch.tensor(count, dtype=torch.int64, device=self._device)
-        if self._per_query:
+        if self._keeps_values:
             self._reset_per_query()
             self._query_values = [values.to(torch.float64).clone()]
             self._query_keys = [keys.to(torch.int64).clone()]
@@ -668,6 +849,8 @@ class SingleValueMetric(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
         super().__init__(
             None,
@@ -680,4 +863,6 @@ class SingleValueMetric(RankingMetric):
             per_query=per_query,
             ignore_index=ignore_index,
             confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
         )

@@ -20,7 +20,14 @@ from ..kernels.forms import (
     held_from_state,
     held_to_state,
 )
-from .base import RankingMetric, bounds_by_name, normalize_judged
+from .base import (
+    RankingMetric,
+    bounds_by_name,
+    check_empty_target_action,
+    flat_ids,
+    normalize_judged,
+    resolve_empty_target_action,
+)
 from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
 
@@ -47,14 +54,17 @@ class RankingMetrics(MetricGroup):
             it or None. By default, the members' shared ``ignore_index``.
         skip_unrolling: as in :class:`ignite.metrics.Metric`.
         per_query: keep every member's per-query values (memory O(queries)) for
-            :meth:`per_query_values`; members must then keep the same queries (share
-            ``ignore_zero_hits``, and not mix relevance and list measures). An update may
-            carry query ids as ``(y_pred, y, {"query_ids": ids})``.
-        relevance_threshold, ties, ignore_zero_hits, confidence: settings for every member
-            that did not set its own (None: the members' own). A member that set another value
-            itself is refused, naming it; members to which a setting does not apply (Coverage and
-            GiniIndex count every list; they and GAUC pool their queries, so they have no
-            interval) keep theirs.
+            :meth:`per_query_values`; members must then keep the same queries: all with
+            ``ignore_zero_hits=True`` (``empty_target_action="skip"``) or none, and not relevance
+            and list measures (Novelty, ...) together. An update may carry query ids as
+            ``(y_pred, y, {"query_ids": ids})``.
+        relevance_threshold, ties, ignore_zero_hits, empty_target_action, confidence: settings
+            for every member that did not set its own (None: the members' own).
+            ``ignore_zero_hits`` and ``empty_target_action`` are one setting (True is "skip",
+            False "neg"): give one, or two that agree; a member that set either keeps its own
+            only if it is the same action. A member that set another value itself is refused,
+            naming it; members to which a setting does not apply (Coverage and GiniIndex count
+            every list; they and GAUC pool their queries, so they have no interval) keep theirs.
 
     With ``confidence`` (say 0.95), :meth:`interval` gives every member's Student t interval, and
     an engine's ``state.metrics`` also gets ``"{member}@{k}_low"`` and ``"{member}@{k}_high"``.
@@ -80,6 +90,7 @@ class RankingMetrics(MetricGroup):
         ties: str | None = None,
         ignore_zero_hits: bool | None = None,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
         **members: RankingMetric,
     ):
         merged = dict(metrics or {})
@@ -98,11 +109,17 @@ class RankingMetrics(MetricGroup):
                 )
         if len({id(m) for m in merged.values()}) != len(merged):
             raise ValueError("each metric instance may appear in the group once.")
+        if ignore_zero_hits is not None or empty_target_action is not None:
+            if ignore_zero_hits is not None:
+                ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
+            empty_target_action = resolve_empty_target_action(
+                ignore_zero_hits, check_empty_target_action(empty_target_action)
+            )
         _apply_group_settings(
             merged,
             relevance_threshold=relevance_threshold,
             ties=ties,
-            ignore_zero_hits=ignore_zero_hits,
+            empty_target_action=empty_target_action,
             confidence=confidence,
         )
         # Members that read no relevance (Coverage, Novelty, ...) take any group's threshold.
@@ -142,6 +159,7 @@ class RankingMetrics(MetricGroup):
             labels=any(m.reads_labels for m in members_list),
             runs=any(m.needs_levels for m in members_list),
             relevance=any(m.reads_relevance for m in members_list),
+            scores=any(m.needs_scores for m in members_list),
         )
         self._held: FlatRows | None = None
         per_query = check_flag("per_query", per_query)
@@ -199,6 +217,9 @@ class RankingMetrics(MetricGroup):
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         for metric in members:  # every member checks the batch before any of them counts it
             metric.check_ranked(normalized.ranked)
+        names = flat_ids(output, normalized)
+        for metric in members:  # every member's refusal before any member's state changes
+            metric.refuse_empty(normalized.ranked, names)
         for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
@@ -262,6 +283,8 @@ class RankingMetrics(MetricGroup):
             ranked = flush(self._held, self._ranking)
             ids = self._held.indexes[:1].cpu() if self._per_query else None
             for metric in self.metrics.values():
+                metric.refuse_empty(ranked, self._held.indexes[:1])
+            for metric in self.metrics.values():
                 metric.accumulate(ranked, query_ids=ids)
             self._label_notes.note(None, ranked, "RankingMetrics", self._ranking.relevance_threshold)
             self._held = None
@@ -300,13 +323,14 @@ def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: obje
         for name, metric in members.items():
             if not _applies(metric, key):
                 continue
-            if key in metric._explicit and getattr(metric, key) != value:
+            if _sets(metric, key) and getattr(metric, key) != value:
+                unset = _SAME.get(key, key)
                 raise ValueError(
                     f"metric {name!r} sets {key}={getattr(metric, key)!r} and the group {key}={value!r}; "
-                    f"leave {key} unset on the member to take the group's, or give both the same value."
+                    f"leave {unset} unset on the member to take the group's, or give both the same value."
                 )
     for name, metric in members.items():
-        own = {key: value for key, value in given.items() if _applies(metric, key)}
+        own = {key: value for key, value in given.items() if _applies(metric, key) and not _sets(metric, key)}
         if own:
             try:
                 metric._set_settings(**own)
@@ -315,9 +339,22 @@ def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: obje
             metric.reset()  # the state's shape may change (confidence keeps squares)
 
 
+# The empty_target_action of a member is set by its ignore_zero_hits too (True: 'skip', False: 'neg').
+_SAME = {"empty_target_action": "ignore_zero_hits and empty_target_action"}
+
+
+def _sets(metric: RankingMetric, key: str) -> bool:
+    """Whether the member was given ``key`` itself (not left to its default)."""
+    if key == "empty_target_action":
+        return bool({"empty_target_action", "ignore_zero_hits"} & metric._explicit)
+    return key in metric._explicit
+
+
 def _applies(metric: RankingMetric, key: str) -> bool:
     if key == "confidence":
         return metric.has_per_query_values
     if key == "relevance_threshold" and not metric.reads_relevance:
         return False
+    if key == "empty_target_action":
+        key = "ignore_zero_hits"
     return key in metric._settings_keys

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..kernels import RankedBatch, scoring
@@ -50,6 +52,8 @@ class HitRate(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
         super().__init__(
             top_k,
@@ -62,6 +66,8 @@ class HitRate(RankingMetric):
             per_query=per_query,
             ignore_index=ignore_index,
             confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
         )
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:

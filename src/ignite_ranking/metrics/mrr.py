@@ -55,6 +55,22 @@ class MRR(RankingMetric):
         confidence: a level such as 0.95 makes the state also keep the sums of squares, for
             :meth:`interval` (Student t intervals; an engine then also gets ``"mrr@k_low"`` and
             ``"mrr@k_high"``). Offered by every metric with per-query values.
+        empty_target_action: torchmetrics' name for what to do with a query without a relevant
+            item (keyword only): ``"skip"`` leaves it out (``ignore_zero_hits=True``), ``"neg"``
+            counts it as 0 (``ignore_zero_hits=False``), ``"pos"`` counts it as 1 on every
+            cutoff, ``"error"`` refuses the update that holds it with a ``ValueError`` naming the
+            query (its row in the batch, or its ``indexes`` value in the flat form, whose last
+            query is checked when the next update or :meth:`compute` completes it); the state is
+            left as it was. None (default): as ``ignore_zero_hits`` says. Give it instead of
+            ``ignore_zero_hits``: both together must agree. "pos" and "error" are saved with the
+            state's settings.
+        aggregation: how :meth:`compute` aggregates the per-query values of each cutoff:
+            ``"mean"`` (default), ``"median"`` (the lower of the two middle values for an even
+            count, as ``torch.median`` and torchmetrics), ``"min"``, ``"max"``, or a callable
+            taking a 1-D float64 tensor of the values and returning a number (torchmetrics'
+            ``f(values, dim=None)`` works as it is). Anything but the mean keeps every counted
+            query's value (memory O(queries), as ``per_query``; gathered from every process in
+            :meth:`compute`); the mean needs only the sums. Not with ``confidence``.
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -72,6 +88,14 @@ class MRR(RankingMetric):
         >>> metric.update((y_pred, y))
         >>> metric.compute()
         [0.0, 0.25, 0.25, 0.25]
+        >>> metric = MRR(top_k=[1, 2, 3, 4], empty_target_action="pos")  # the second query: 1
+        >>> metric.update((y_pred, y))
+        >>> metric.compute()
+        [0.5, 0.75, 0.75, 0.75]
+        >>> metric = MRR(top_k=[1, 2, 3, 4], empty_target_action="neg", aggregation="max")
+        >>> metric.update((y_pred, y))
+        >>> metric.compute()
+        [0.0, 0.5, 0.5, 0.5]
     """
 
     name = "mrr"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..kernels import RankedBatch, check_gain_function, scoring
@@ -55,6 +57,8 @@ class NDCG(RankingMetric):
         ignore_index: int | None = None,
         judged_only: bool = False,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
         super().__init__(
             top_k,
@@ -68,6 +72,8 @@ class NDCG(RankingMetric):
             ignore_index=ignore_index,
             judged_only=judged_only,
             confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..kernels import RankedBatch, persistence
@@ -29,6 +31,8 @@ class _Persistent(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
         super().__init__(
             top_k,
@@ -41,6 +45,8 @@ class _Persistent(RankingMetric):
             per_query=per_query,
             ignore_index=ignore_index,
             confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
         )
         persistence.rank_biased_precision(_EMPTY, [1], p)  # refuses a p outside (0, 1)
         self.p = float(p)
@@ -84,7 +90,10 @@ class RBPResidual(_Persistent):
 
     with :math:`n = \min(k, \text{items})`: the weight of the unjudged ranks plus that of the ranks
     beyond the list. As in trec_eval it is 0 for a query without an unjudged item in the top k.
-    Unjudged items are those an update's ``(y_pred, y, {"judged": mask})`` marks False.
+    Unjudged items are those an update's ``(y_pred, y, {"judged": mask})`` marks False. A query
+    without a relevant item has a residual of its own: ``ignore_zero_hits=False``
+    (``empty_target_action="neg"``) counts it with that value, and ``empty_target_action="pos"``
+    counts it as 1 (torchmetrics' rule for every metric).
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -147,6 +156,8 @@ class ERR(RankingMetric):
         per_query: bool = False,
         ignore_index: int | None = None,
         confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
     ):
         super().__init__(
             top_k,
@@ -159,6 +170,8 @@ class ERR(RankingMetric):
             per_query=per_query,
             ignore_index=ignore_index,
             confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
         )
         persistence.expected_reciprocal_rank(_EMPTY, [1], max_grade)  # refuses a bad max_grade
         self.max_grade = float(max_grade)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ..kernels import RankedBatch, scoring
-from .base import RankingMetric
+from collections.abc import Callable
+
+import torch
+
+from ..kernels import RankedBatch, check_flag, scoring
+from .base import _WHOLE_ROW, RankingMetric
 
 __all__ = ["Precision"]
 
@@ -15,7 +19,14 @@ class Precision(RankingMetric):
         \text{ at ranks} \le k\}|}{k}
 
     The divisor is k even when a query has fewer than k items (as trec_eval's ``P_k`` and ranx's
-    ``precision@k``). Arguments as :class:`~ignite_ranking.MRR`.
+    ``precision@k``); ``adaptive_k=True`` divides by ``min(k, n)`` instead, n the items of the
+    query's ranking (torchmetrics' ``adaptive_k``). ``top_k=None`` gives the precision of each
+    query's whole ranking, relevant items over n (torchmetrics' default): one value, no cutoff,
+    and the whole row is ranked. Other arguments as :class:`~ignite_ranking.MRR`.
+
+    Args:
+        top_k: a positive int or a list of them, or None for each query's whole ranking.
+        adaptive_k: divide by ``min(k, n)`` instead of k (keyword only).
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -27,10 +38,69 @@ class Precision(RankingMetric):
         >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 1]])))
         >>> metric.compute()
         [0.0, 0.5, 0.5]
+        >>> metric = Precision(top_k=[1, 2, 4], adaptive_k=True)  # P@4 divides by the 3 items
+        >>> metric.update((torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0, 1, 1]])))
+        >>> [round(v, 4) for v in metric.compute()]
+        [0.0, 0.5, 0.6667]
+        >>> metric = Precision(top_k=None)  # each query's whole list: (2 / 3 + 1 / 2) / 2
+        >>> metric.update((torch.tensor([0.9, 0.8, 0.1, 0.4, 0.3]), torch.tensor([0, 1, 1, 1, 0]),
+        ...                torch.tensor([0, 0, 0, 1, 1])))
+        >>> round(metric.compute(), 4)
+        0.5833
     """
 
     name = "precision"
     needs_labels = False
 
+    def __init__(
+        self,
+        top_k: int | list[int] | None,
+        ignore_zero_hits: bool = True,
+        relevance_threshold: float = 1.0,
+        output_transform: Callable = lambda x: x,
+        device: str | torch.device = "cpu",
+        skip_unrolling: bool = False,
+        *,
+        ties: str = "first",
+        per_query: bool = False,
+        ignore_index: int | None = None,
+        judged_only: bool = False,
+        confidence: float | None = None,
+        empty_target_action: str | None = None,
+        aggregation: str | Callable = "mean",
+        adaptive_k: bool = False,
+    ):
+        self.adaptive_k = check_flag("adaptive_k", adaptive_k)
+        super().__init__(
+            top_k,
+            ignore_zero_hits,
+            relevance_threshold,
+            output_transform,
+            device,
+            skip_unrolling,
+            ties=ties,
+            per_query=per_query,
+            ignore_index=ignore_index,
+            judged_only=judged_only,
+            confidence=confidence,
+            empty_target_action=empty_target_action,
+            aggregation=aggregation,
+        )
+
+    def _cutoffs(self, top_k: object) -> list[int] | None:
+        return None if top_k is None else super()._cutoffs(top_k)
+
+    @property
+    def depth(self) -> int:
+        return _WHOLE_ROW if self.top_k is None else super().depth
+
+    def settings(self) -> dict:
+        settings = super().settings()
+        if self.adaptive_k:  # only when set, so that states saved before the option still load
+            settings["adaptive_k"] = True
+        return settings
+
     def score(self, ranked: RankedBatch):
-        return scoring.precision(ranked, self.top_k)
+        if self.top_k is None:
+            return scoring.list_precision(ranked)
+        return scoring.precision(ranked, self.top_k, self.adaptive_k)
