@@ -167,7 +167,8 @@ def normalize_top_k(top_k: object) -> list[int]:
         raise ArgumentTypeError(
             "top_k must be a positive int or a list of positive ints, got None; there is no "
             "top_k=None ('every item'): pass a k at least the length of the longest ranking, which "
-            "sees every item (Precision@k still divides by k), or use RPrecision for R-Precision."
+            "sees every item (Precision@k still divides by k: Precision(None) is the precision of "
+            "each whole ranking), or use RPrecision for R-Precision."
         )
     values = [top_k] if _is_int(top_k) else top_k
     if not isinstance(values, (list, tuple)):
