@@ -65,15 +65,16 @@ def test_readme_first_paragraph_names_every_measure_family():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first = readme.split("\n\n")[1]  # after the title
     classes = {name for name in ignite_ranking.__all__ if name[0].isupper()}
-    not_measures = {"PerQuery", "RankingMetric", "RankingMetrics", "Retrieved"}
+    not_measures = {"FractionalLabelWarning", "PerQuery", "RankingMetric", "RankingMetrics", "Retrieved"}
     spelled = {
         "RPrecision": "R-Precision",
         "GiniIndex": "Gini",
         "RBPResidual": "RBP",
         "Bpref": "bpref",
         "NERR": "nERR",
+        "ShannonEntropy": "Shannon entropy",
     }
     for name in sorted(classes - not_measures):
         assert spelled.get(name, name) in first, f"the README's first paragraph does not name {name}"
-    for words in ("TREC", "ir_measures", "compar", "catalog"):
+    for words in ("TREC", "ir_measures", "compar", "catalog", "interval"):
         assert words in first, words

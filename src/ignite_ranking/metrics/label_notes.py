@@ -30,7 +30,22 @@ __all__ = ["FractionalLabelWarning", "LabelNotes"]
 
 class FractionalLabelWarning(UserWarning):
     """Labels strictly between 0 and ``relevance_threshold`` that are not whole numbers (say 0.5
-    under the default threshold 1.0): they count as not relevant, which is rarely what was meant."""
+    under the default threshold 1.0): they count as not relevant, which is rarely what was meant.
+
+    A metric (or a group) warns once, on the first update after a reset that holds such labels.
+
+    Example:
+        >>> import torch, warnings
+        >>> from ignite_ranking import MRR, FractionalLabelWarning
+        >>> metric = MRR([3])
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     metric.update((torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[0.5, 1.0, 0.0]])))
+        >>> [w.category.__name__ for w in caught]
+        ['FractionalLabelWarning']
+        >>> metric.compute()  # the 0.5 ranked first is not relevant; the 1.0 ranked second is
+        [0.5]
+    """
 
 
 def _labels(output: object) -> torch.Tensor | None:
