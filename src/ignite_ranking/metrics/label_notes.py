@@ -6,7 +6,8 @@ evaluation whose labels are all below the threshold ends in ``NotComputableError
 queries were passed. :class:`LabelNotes` warns once about the first and lets the error say the
 second: how many queries were seen, the threshold and the largest label seen.
 
-Cost: the fractional-label check reads the labels of the first update after each reset only;
+Cost: the fractional-label check reads the labels of the first update after each reset only,
+and of a large update an evenly spaced sample of 65,536 of them (so it may miss a rare fraction);
 the largest label is taken only of updates in which no query had a relevant item (on CPU; on
 other devices, where reading a flag back would wait for the device, of every update).
 """
@@ -26,6 +27,8 @@ from ..kernels.forms import Retrieved
 from ..kernels.inputs import comparable_labels
 
 __all__ = ["FractionalLabelWarning", "LabelNotes"]
+
+_SAMPLE = 2**16  # labels of the first update read for the fractional-label check, at most
 
 
 class FractionalLabelWarning(UserWarning):
@@ -96,7 +99,10 @@ class LabelNotes:
     def _warn_of_fractions(self, labels: torch.Tensor, owner: str, threshold: float) -> None:
         if self.warned or not labels.is_floating_point() or threshold <= 0:
             return
-        values, bound = comparable_labels(labels, threshold)
+        flat = labels.reshape(-1)
+        if flat.numel() > _SAMPLE:  # an evenly spaced sample: the check costs no pass over big batches
+            flat = flat[:: -(-flat.numel() // _SAMPLE)]
+        values, bound = comparable_labels(flat, threshold)
         between = (values > 0) & ~(values >= bound) & (values != values.trunc())
         if not bool(between.any()):
             return
