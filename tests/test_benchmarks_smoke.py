@@ -97,3 +97,13 @@ def test_bench_forms_quick(capsys):
     out = capsys.readouterr().out
     assert "| flat | 500 queries x 20 candidates | torchmetrics |" in out
     assert "| retrieved | 500 queries x 20 candidates | ranx (dicts + build + evaluate) |" in out
+
+
+def test_bench_sampled_quick(capsys):
+    assert load("bench_sampled").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| batch x (m + 1) | case |" in out and "| n | m | estimator |" in out
+    for case in ("SampledMetrics.update", "torch.topk k=20", "rank_batch (sort)"):
+        assert f"| {case} |" in out
+    for estimator in ("sampled", "rank", "cls", "bv", "mle"):
+        assert f"| {estimator} |" in out
