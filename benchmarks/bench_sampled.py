@@ -8,7 +8,8 @@ One process, the same tensors, timed side by side (see ``common.py``):
   (what a top-k evaluation of the sampled candidates costs at least), and against the library's
   sorting kernel ``rank_batch`` on the same rows (what ranking them would cost);
 - compute, per estimator, for a catalog of ``n`` items at ``m`` negatives, from a histogram of
-  5,000 queries whose full ranks are geometric (mean ``n / 300``): "cold" is the first
+  5,000 queries whose full ranks are log-uniform (``P(r) ~ 1 / r``, so that the sampled ranks
+  spread over all ``m + 1`` values; the "full" column is their exact HitRate@10): "cold" is the first
   ``compute()`` of a process (it builds the quadrature design, cached after), "warm" a later one.
   ``compute()`` estimates MRR@k, HitRate@k and NDCG@k at four cutoffs and AUC.
 
@@ -78,10 +79,17 @@ def run_update(batch: int, m: int, repeats: int, warmup: int) -> dict:
     return {"size": (batch, m + 1), "timings": time_side_by_side(cases, repeats, warmup)}
 
 
+def full_ranks(n: int, seed: int = 0) -> np.ndarray:
+    """Log-uniform full ranks of ``QUERIES`` queries."""
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, n + 1)
+    return rng.choice(np.arange(1, n + 1), QUERIES, p=weights / weights.sum())
+
+
 def metric_with_histogram(n: int, m: int, estimator: str, seed: int = 0) -> sampled.SampledMetrics:
     """A SampledMetrics fed (through update) rows whose sampled ranks follow the model's law."""
-    rng = np.random.default_rng(seed)
-    full = np.minimum(rng.geometric(300 / n, QUERIES), n)
+    rng = np.random.default_rng(seed + 1)
+    full = full_ranks(n, seed)
     drawn = rng.hypergeometric(full - 1, n - full, m)  # r' - 1 for each query
     metric = sampled.SampledMetrics(n, m, TOP_K, estimator=estimator)
     for start in range(0, QUERIES, 500):
@@ -112,8 +120,7 @@ def run_compute(n: int, m: int, repeats: int) -> dict:
             f"  n={n:,} m={m} {estimator}: cold {np.median(cold):.3f} s, warm {np.median(warm):.3f} s",
             flush=True,
         )
-    rng = np.random.default_rng(0)
-    truth = float(np.mean(np.minimum(rng.geometric(300 / n, QUERIES), n) <= 10))
+    truth = float(np.mean(full_ranks(n) <= 10))
     return {"n": n, "m": m, "rows": rows, "truth": truth}
 
 
