@@ -116,3 +116,13 @@ def test_bench_beyond_quick(capsys):
     assert "| batch x items | case |" in out
     for case in ("topk", "topk + gram", *bench.TARGETS, "group"):
         assert f"| {case} |" in out
+
+
+def test_bench_sampled_quick(capsys):
+    assert load("bench_sampled").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| batch x (m + 1) | case |" in out and "| n | m | estimator |" in out
+    for case in ("SampledMetrics.update", "torch.topk k=20", "rank_batch (sort)"):
+        assert f"| {case} |" in out
+    for estimator in ("sampled", "rank", "cls", "bv", "mle"):
+        assert f"| {estimator} |" in out

@@ -96,3 +96,19 @@ def test_sharded_catalog_equals_one_process(tmp_path: Path, processes: int) -> N
     assert result["same_metrics"] is True
     assert set(result["metrics"]) == {f"{m}@{k}" for m in ("mrr", "ndcg", "recall") for k in (10, 100)}
     assert 0.0 < result["metrics"]["recall@100"] <= 1.0
+
+
+def test_sampled_vs_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "sampled.png"
+    argv = ["--items", "3000", "--queries", "300", "--negatives", "49", "--plot", str(plot)]
+    results = load("sampled_vs_full").main(argv)
+    printed = capsys.readouterr().out
+    assert plot.stat().st_size > 10_000
+    assert "hit_rate@10" in printed and "mle" in printed
+    full, estimates = results["full"], results["estimates"]
+    assert set(estimates) == {"sampled", "rank", "cls", "bv", "mle"}
+    # the uncorrected sampled HitRate@10 overstates the full one; BV is nearer; AUC agrees
+    assert estimates["sampled"]["hit_rate@10"] > full["hit_rate@10"]
+    bv_error = abs(estimates["bv"]["hit_rate@10"] - full["hit_rate@10"])
+    assert bv_error < abs(estimates["sampled"]["hit_rate@10"] - full["hit_rate@10"])
+    assert estimates["sampled"]["auc"] == pytest.approx(full["auc"], abs=0.01)

@@ -1,6 +1,6 @@
 """Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
 
-from . import catalog, distributed, functional
+from . import catalog, distributed, functional, sampled
 from .kernels.forms import Retrieved
 from .metrics import (
     AUC,
@@ -66,5 +66,6 @@ __all__ = [
     "catalog",
     "distributed",
     "functional",
+    "sampled",
 ]
 __version__ = "0.1.0"
