@@ -437,7 +437,7 @@ class RankingMetric(Metric):
         self.refuse_empty(normalized.ranked, flat_ids(output, normalized))
         self.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
-        self._label_notes.note(output, normalized.ranked, type(self).__name__, self.relevance_threshold)
+        self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
     def close_held(self) -> None:
         """Counts the flat form's held-back query as complete (``compute`` does this first)."""
@@ -446,7 +446,7 @@ class RankingMetric(Metric):
             ranked = flush(self._held, self.ranking)
             self.refuse_empty(ranked, self._held.indexes[:1])
             self.accumulate(ranked, query_ids=ids)
-            self._label_notes.note(None, ranked, type(self).__name__, self.relevance_threshold)
+            self._label_notes.note(None, ranked, self._notes_owner)
             self._held = None
 
     def refuse_empty(self, ranked: RankedBatch, flat_query_ids: torch.Tensor | None) -> None:
@@ -499,6 +499,11 @@ class RankingMetric(Metric):
     def _sum_rows(self) -> int:
         """Rows of the sums: one per value, and one per value's squares under ``confidence``."""
         return self.num_values * (1 if self.confidence is None else 2)
+
+    @property
+    def _notes_owner(self) -> tuple[str, float] | None:
+        """Who notes its labels, under which threshold; None for a metric that reads no relevance."""
+        return (type(self).__name__, self.relevance_threshold) if self.reads_relevance else None
 
     def _zero_sums(self) -> torch.Tensor:
         """The empty sums: ``(rows, LIMBS)`` int64 fixed-point limbs."""

@@ -191,6 +191,11 @@ class RankingMetrics(MetricGroup):
         self._held = None
         super().reset()
 
+    @property
+    def _notes_owner(self) -> tuple[str, float] | None:
+        """The group notes its labels when a member reads relevance (see LabelNotes.note)."""
+        return ("RankingMetrics", self._ranking.relevance_threshold) if self._ranking.relevance else None
+
     def attach(self, engine: Engine, name: str, usage: str | MetricUsage = EpochWise.usage_name) -> None:
         """As :meth:`ignite.metrics.Metric.attach`; also warns once for the group (not per member)
         if the engine's data loader repeats or drops queries
@@ -223,7 +228,7 @@ class RankingMetrics(MetricGroup):
         for metric in members:
             metric.accumulate(normalized.ranked, query_ids=ids)
         self._held = normalized.held
-        self._label_notes.note(output, normalized.ranked, "RankingMetrics", self._ranking.relevance_threshold)
+        self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
     def per_query_values(self) -> PerQuery:
         """Every member's per-query values under the names of :meth:`compute`, one key column.
@@ -286,7 +291,7 @@ class RankingMetrics(MetricGroup):
                 metric.refuse_empty(ranked, self._held.indexes[:1])
             for metric in self.metrics.values():
                 metric.accumulate(ranked, query_ids=ids)
-            self._label_notes.note(None, ranked, "RankingMetrics", self._ranking.relevance_threshold)
+            self._label_notes.note(None, ranked, self._notes_owner)
             self._held = None
 
     def compute(self) -> dict[str, float]:

@@ -79,12 +79,15 @@ class LabelNotes:
         self.checked = False  # the first update's labels were checked for fractions
         self.warned = False
 
-    def note(self, output: object, ranked: RankedBatch, owner: str, threshold: float) -> None:
-        """Notes an update (after the metric accepted it)."""
+    def note(self, output: object, ranked: RankedBatch, owner: tuple[str, float] | None) -> None:
+        """Notes an update (after the metric accepted it). ``owner`` is the metric's name and
+        relevance threshold, or None for metrics that read no relevance (the list measures): they
+        count every query, so only the arrival count is kept."""
         self.seen += int(ranked.num_relevant.shape[0])
         labels = _labels(output)
-        if labels is None or labels.numel() == 0:
+        if owner is None or labels is None or labels.numel() == 0:
             return
+        owner, threshold = owner
         if not self.checked:
             self.checked = True
             self._warn_of_fractions(labels, owner, threshold)
