@@ -438,6 +438,7 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
 # and finds them in runs of this many items of a row.
 _SPARSE_SHARE = 4
 _RUN = 64
+_PROBE_ROWS = 8  # rows read first to give up early on rows of many relevant items
 
 
 def _relevant_largest(
@@ -463,6 +464,9 @@ def _relevant_largest(
     parts = []
     if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
         blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
+        probe = min(batch, _PROBE_ROWS)  # a few rows first: with many relevant items, no full pass
+        if int((torch.amax(blocks[:probe], dim=2) >= threshold).sum()) * batch > limit * probe:
+            return None
         run_rows, run_index = (torch.amax(blocks, dim=2) >= threshold).nonzero(as_tuple=True)
         if run_rows.numel() > limit:
             return None
