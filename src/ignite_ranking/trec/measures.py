@@ -19,7 +19,7 @@ Example:
     >>> [m.name for m in parse_measures(["P.5,10", "nDCG@10", "mrr@10"])]
     ['P_5', 'P_10', 'nDCG@10', 'mrr@10']
     >>> parse_measures(["P(rel=2)@5"])[0]
-    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False)
+    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False, params=())
     >>> parse_measures(["rbp.p=0.8", "RBP(p=0.8)", "P(judged_only=True)@10"])[2].judged_only
     True
 """
@@ -53,8 +53,31 @@ FAMILIES = {
     "err": "expected reciprocal rank, stop probability (2**grade - 1) / 2**4",
     "nerr": "ERR / ideal ERR",
     "judged": "judged documents in the top k / min(k, retrieved)",
+    "gm_map": "AP; summarised by the geometric mean of max(AP, 1e-5) over queries",
+    "gm_bpref": "bpref; summarised by the geometric mean of max(bpref, 1e-5) over queries",
+    "iprec_at_recall": "max precision at ranks at or after the first reaching recall x (x*R rounded)",
+    "11pt_avg": "mean of iprec_at_recall over recall points (0, 0.1, ..., 1 by default)",
+    "Rprec_mult": "relevant documents in the top x*R (+0.9, truncated) / that many",
+    "relative_P": "relevant documents in the top k / min(k, R)",
+    "infAP": "inferred AP (Yilmaz and Aslam 2006): pooled-but-unjudged documents skipped",
+    "utility": "p1*relret + p2*nonrelret + p3*relnotret + p4*nonrelnotret (default 1,-1,0,0)",
+    "binG": "1/R * sum over relevant retrieved d of 1 / log2(2 + non-relevant above d)",
+    "G": "trec_eval's normalized gain G (m_G.c), graded",
+    "ndcg_rel": "NDCG averaged over the ranks of the relevant documents (m_ndcg_rel.c)",
+    "Rndcg": "NDCG averaged at the R-level boundaries of the ideal ranking (m_Rndcg.c)",
+    "set_P": "relevant retrieved / retrieved",
+    "set_recall": "relevant retrieved / R",
+    "set_relative_P": "relevant retrieved / min(retrieved, R)",
+    "set_map": "set_P * set_recall",
+    "set_F": "(1 + beta) * P * R / (beta * P + R) over the retrieved set (beta default 1)",
+    "num_nonrel_judged_ret": "retrieved documents judged non-relevant (summed)",
+    "unj": "unjudged documents in the top k / k",
+    "relstring": "the grades of the top n (default 10) documents as a string",
+    "runid": "the run's tag",
 }
-COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
+COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
+#: Families whose value is a string: printed, never averaged (not in ``EvaluationResult.values``).
+TEXTS = ("runid", "relstring")
 
 _DEFAULT_CUTOFFS = {
     "P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
@@ -62,9 +85,27 @@ _DEFAULT_CUTOFFS = {
     "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
     "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
     "success": (1, 5, 10),
+    "relative_P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "unj": (5, 10, 20),
+    "iprec_at_recall": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    "Rprec_mult": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
 }
 # trec_eval measure name -> family; the ones with cutoffs print as name_k.
-_TREC_CUT = {"P": "P", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "success"}
+_TREC_CUT = {
+    **{"P": "P", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "success"},
+    **{"relative_P": "relative_P", "unj": "unj"},
+}
+# trec_eval measures with one real cutoff per measure, printed as name_%3.2f (iprec_at_recall_0.10)
+_TREC_REAL_CUT = ("iprec_at_recall", "Rprec_mult")
+# trec_eval measures with a list of real parameters, printed as name_PARAMS, and their defaults
+_TREC_REAL_PARAMS = {
+    "utility": (1.0, -1.0, 0.0, 0.0),
+    "11pt_avg": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    "set_F": (1.0,),
+    "relstring": (10.0,),
+}
+# trec_eval measures with custom gains GRADE=GAIN, printed as name_PARAMS
+_TREC_GAINS = ("ndcg", "G", "ndcg_rel", "Rndcg")
 _TREC_PLAIN = {
     "map": "map",
     "recip_rank": "recip_rank",
@@ -77,27 +118,24 @@ _TREC_PLAIN = {
     "rbp": "rbp",
     "rbp_resid": "rbp_resid",
     "bpref": "bpref",
+    **{name: name for name in ("runid", "gm_map", "gm_bpref", "infAP", "binG", "G", "ndcg_rel", "Rndcg")},
+    **{name: name for name in ("set_P", "set_recall", "set_relative_P", "set_map", "num_nonrel_judged_ret")},
 }
 # trec_eval's default RBP persistence, and ir_measures' (RBP(p=...) spells it out).
 _TREC_RBP_P = 0.9
 _IR_RBP_P = 0.8
-#: trec_eval's measure sets, restricted to the supported measures, and what they leave out.
+#: trec_eval's measure sets, in the order trec_eval computes and prints them (measures.c).
 SETS = {
     "official": (
-        ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"),
-        ("runid", "gm_map", "iprec_at_recall"),
+        *("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref"),
+        *("recip_rank", "iprec_at_recall", "P"),
     ),
     "all_trec": (
-        (
-            *("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"),
-            *("recall", "ndcg", "success", "map_cut", "ndcg_cut", "rbp", "rbp_resid"),
-        ),
-        (
-            *("runid", "gm_map", "iprec_at_recall", "relstring", "unj"),
-            *("infAP", "gm_bpref", "utility", "11pt_avg", "relative_P", "Rprec_mult", "ndcg_rel"),
-            *("Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"),
-            "num_nonrel_judged_ret",
-        ),
+        *("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref"),
+        *("recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref"),
+        *("Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
+        *("map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map"),
+        *("set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"),
     ),
 }
 # ir_measures name -> (family, whether a cutoff is allowed, whether rel= is allowed)
@@ -118,9 +156,17 @@ _IR_MEASURES = {
     "ERR": ("err", True, False),
     "nERR": ("nerr", True, False),
     "Judged": ("judged", True, False),
+    "SetP": ("set_P", False, True),
+    "SetRelP": ("set_relative_P", False, True),
+    "SetR": ("set_recall", False, True),
+    "SetF": ("set_F", False, True),
+    "SetAP": ("set_map", False, True),
+    "IPrec": ("iprec_at_recall", False, True),
+    "infAP": ("infAP", False, True),
 }
 # ir_measures families with a judged_only= parameter (Sakai's condensed lists)
-_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg")
+_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg", "set_P", "set_relative_P", "set_F", "set_map")
+_JUDGED_ONLY += ("iprec_at_recall",)
 # ranx-style (lowercase) family names
 _RANX = {
     "mrr": "recip_rank",
@@ -144,7 +190,10 @@ _RANX = {
 }
 _RANX_NAME = re.compile(r"^(?P<name>[a-z_-]+?)(?:[@_](?P<k>\d+))?$")
 _IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
-_TREC_PARAMS = re.compile(r"^(?P<name>[A-Za-z_]+)\.(?P<params>.+)$")
+_TREC_PARAMS = re.compile(r"^(?P<name>[A-Za-z0-9_]+?)\.(?P<params>.*)$")
+# printed names of cutoff measures: relative_P_10, unj_5, iprec_at_recall_0.10, Rprec_mult_0.20
+_TREC_PRINTED = re.compile(r"^(?P<name>relative_P|unj|iprec_at_recall|Rprec_mult)_(?P<params>[0-9.]+)$")
+_IR_RECALL = re.compile(r"^IPrec(?:\((?P<params>[^()]*)\))?@(?P<recall>[0-9.]+)$")
 
 MEASURE_HELP = """\
 measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
@@ -180,6 +229,10 @@ class Measure:
         p: RBP's persistence (``rbp``, ``rbp_resid``), None for the other families.
         judged_only: computed on the condensed list, without the unjudged documents
             (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
+        params: real parameters of the trec_eval measures that take them: the recall point
+            (``iprec_at_recall``), the multiple of R (``Rprec_mult``), the recall points
+            (``11pt_avg``), the four coefficients (``utility``), beta (``set_F``), the length
+            (``relstring``); empty for the other families.
     """
 
     name: str
@@ -189,17 +242,45 @@ class Measure:
     gains: tuple[tuple[int, float], ...] | None = None
     p: float | None = None
     judged_only: bool = False
+    params: tuple[float, ...] = ()
 
     @property
     def is_count(self) -> bool:
         """Whether the measure is a count, summed over queries instead of averaged."""
         return self.family in COUNTS
 
+    @property
+    def is_text(self) -> bool:
+        """Whether the measure's value is a string (``runid``, ``relstring``)."""
+        return self.family in TEXTS
+
 
 def _cutoff(text: str, name: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"measure {name!r}: a cutoff must be a positive integer, got {text!r}")
     return int(text)
+
+
+def _c_number(text: str, pattern: str) -> str | None:
+    """The leading number of ``text`` as C's atol/atof read it (None if there is none)."""
+    match = re.match(pattern, text.strip())
+    return match[0] if match else None
+
+
+def _atol(text: str, name: str) -> int:
+    """A cutoff as trec_eval reads it (``atol``: ``23.4`` is 23); it must be positive."""
+    number = _c_number(text, r"[+-]?\d+")
+    if number is None or int(number) < 1:
+        raise ValueError(f"measure {name!r}: a cutoff must be a positive integer, got {text!r}")
+    return int(number)
+
+
+def _atof(text: str, name: str) -> float:
+    """A real parameter as trec_eval reads it (``atof``: ``.5``, ``1e-1``...)."""
+    number = _c_number(text, r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    if number is None:
+        raise ValueError(f"measure {name!r}: a parameter must be a number, got {text!r}")
+    return float(number)
 
 
 def _check(measure: Measure) -> Measure:
@@ -211,30 +292,44 @@ def _check(measure: Measure) -> Measure:
 
 
 def _trec_params(name: str, base: str, params: str) -> list[Measure]:
-    """``P.5,10`` and the like, ``ndcg.1=0.5,2=3``: trec_eval's parameter syntax."""
-    if base == "ndcg":
+    """``P.5,10`` and the like, ``ndcg.1=0.5,2=3``: trec_eval's parameter syntax (its name is
+    what precedes the first dot; cutoffs are read as C's ``atol``, reals as ``atof``)."""
+    if not params:
+        raise ValueError(f"measure {name!r}: expected parameters after the dot, got none")
+    if base in _TREC_GAINS:
         gains = []
         for pair in params.split(","):
             level, _, gain = pair.partition("=")
             if not re.fullmatch(r"[+-]?\d+", level.strip()):
-                raise ValueError(f"measure {name!r}: expected ndcg.GRADE=GAIN,..., got {pair!r}")
+                raise ValueError(f"measure {name!r}: expected {base}.GRADE=GAIN,..., got {pair!r}")
             try:
                 gains.append((int(level), float(gain)))
             except ValueError:
                 raise ValueError(f"measure {name!r}: a gain must be a number, got {gain!r}") from None
-        return [Measure(f"ndcg_{params}", "ndcg", None, None, tuple(gains))]
+        return [Measure(f"{base}_{params}", base, None, None, tuple(gains))]
     if base in ("rbp", "rbp_resid"):
         key, _, value = params.partition("=")
         p = _persistence(value, name) if key.strip() == "p" else None
         if p is None:
             raise ValueError(f"measure {name!r}: expected {base}.p=NUMBER, got {params!r}")
         return [Measure(f"{base}_{params}", base, p=p)]
+    if base in _TREC_REAL_CUT:
+        values = sorted(_atof(p, name) for p in params.split(","))
+        if len(set(values)) < len(values):
+            raise ValueError(f"measure {name!r}: duplicate parameters in {params!r}")
+        return [Measure(f"{base}_{v:.2f}", base, params=(v,)) for v in values]
+    if base in _TREC_REAL_PARAMS:
+        values = tuple(_atof(p, name) for p in params.split(","))
+        if base == "utility" and len(values) != 4:
+            raise ValueError(f"measure {name!r}: utility takes 4 coefficients, got {params!r}")
+        return [Measure(f"{base}_{params}", base, params=values)]
     if base not in _TREC_CUT:
         raise ValueError(
             f"measure {name!r}: trec_eval parameters (NAME.PARAMS) are supported for "
-            f"{', '.join(_TREC_CUT)}, ndcg, rbp and rbp_resid, got {base!r}"
+            f"{', '.join([*_TREC_CUT, *_TREC_REAL_CUT, *_TREC_REAL_PARAMS, *_TREC_GAINS])}, rbp "
+            f"and rbp_resid, got {base!r}"
         )
-    cutoffs = sorted({_cutoff(p.strip(), name) for p in params.split(",")})
+    cutoffs = sorted({_atol(p, name) for p in params.split(",")})
     return [Measure(f"{base}_{k}", _TREC_CUT[base], k) for k in cutoffs]
 
 
@@ -248,10 +343,11 @@ def _persistence(text: str, name: str) -> float:
     return p
 
 
-def _ir_measure(name: str, match: re.Match) -> Measure:
+def _ir_measure(name: str, match: re.Match, recall: float | None = None) -> Measure:
     family, takes_cutoff, takes_rel = _IR_MEASURES[match["name"]]
     rel = 1 if match["name"] == "NumRelRet" else None
     p = _IR_RBP_P if family == "rbp" else None
+    params = (1.0,) if family == "set_F" else (recall,) if recall is not None else ()
     judged_only = False
     for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
         key, _, value = param.partition("=")
@@ -264,37 +360,50 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
             p = _persistence(value, name)
         elif key == "judged_only" and family in _JUDGED_ONLY and value in ("True", "False"):
             judged_only = value == "True"
+        elif key == "beta" and family == "set_F":
+            params = (_atof(value, name),)
+        elif key == "relative" and family == "set_P" and value in ("True", "False"):
+            family = "set_relative_P" if value == "True" else family
         else:
             raise ValueError(
                 f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
-                "P, AP, RR, Success, Rprec, NumRet, Bpref; dcg=log2 for nDCG; p=NUMBER for RBP; "
-                "judged_only=True/False for P, RR, AP, nDCG)"
+                "P, AP, RR, Success, Rprec, NumRet, Bpref, SetP, SetR, SetF, SetAP, IPrec, infAP; "
+                "dcg=log2 for nDCG; p=NUMBER for RBP; beta=NUMBER for SetF; relative=True for SetP; "
+                "judged_only=True/False for P, RR, AP, nDCG, SetP, SetF, SetAP, IPrec)"
             )
     k = _cutoff(match["k"], name) if match["k"] is not None else None
     if k is not None and not takes_cutoff:
         raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
     if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
         family = "num_rel_ret"
-    return Measure(name, family, k, rel, p=p, judged_only=judged_only)
+    if family == "iprec_at_recall" and not params:
+        raise ValueError(f"measure {name!r}: IPrec needs a recall point, e.g. IPrec@0.5")
+    return Measure(name, family, k, rel, p=p, judged_only=judged_only, params=params)
 
 
 def _expand(name: str) -> list[Measure]:
     text = name.strip()
     if text in SETS:
-        return [m for member in SETS[text][0] for m in _expand(member)]
+        return [m for member in SETS[text] for m in _expand(member)]
     if text in _DEFAULT_CUTOFFS:
         return _trec_params(name, text, ",".join(map(str, _DEFAULT_CUTOFFS[text])))
+    if text in _TREC_REAL_PARAMS:  # trec_eval prints the bare name with its default parameters
+        return [Measure(text, text, params=_TREC_REAL_PARAMS[text])]
     if text in _TREC_PLAIN:
         family = _TREC_PLAIN[text]
         return [Measure(text, family, p=_TREC_RBP_P if family in ("rbp", "rbp_resid") else None)]
-    match = _TREC_PARAMS.match(text)
+    match = _TREC_PRINTED.match(text) or _TREC_PARAMS.match(text)
     if match:
         return _trec_params(name, match["name"], match["params"])
+    match = _IR_RECALL.match(text)
+    if match:
+        recall = _atof(match["recall"], name)
+        return [_ir_measure(text, _IR_NAME.match(f"IPrec({match['params'] or ''})"), recall)]
     match = _IR_NAME.match(text)
     if (
         match
         and match["name"] in _IR_MEASURES
-        and (match["params"] is not None or text[0].isupper() or text.startswith("nERR"))
+        and (match["params"] is not None or text[0].isupper() or text.startswith(("nERR", "infAP")))
     ):
         return [_check(_ir_measure(text, match))]
     match = _RANX_NAME.match(text.lower())
@@ -324,7 +433,7 @@ def parse_measures(names: Iterable[str | Measure]) -> list[Measure]:
 
     Example:
         >>> [m.name for m in parse_measures(["official"])][:5]
-        ['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'map']
+        ['runid', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret']
         >>> parse_measures(["ndcg.1=0.5,2=3"])[0].gains
         ((1, 0.5), (2, 3.0))
     """

@@ -20,9 +20,11 @@ import numpy as np
 import torch
 
 from ..kernels import RankedBatch, judged, persistence, scoring
+from .extra_measures import EXTRA_FAMILIES, Lists, extra_values
 from .gains import GainRule
+from .judgements import PADDING
 
-__all__ = ["Batch", "family_values"]
+__all__ = ["Batch", "family_values", "label_lists"]
 
 
 @dataclass
@@ -73,6 +75,15 @@ def _rbp_gains(ranked: RankedBatch, max_grade: torch.Tensor) -> torch.Tensor:
     return grades / max_grade.clamp(min=1.0)[:, None]
 
 
+def label_lists(batch: Batch, level: int, judged_only: bool) -> Lists:
+    """The batch's ranked labels as trec_eval's lists (:mod:`~ignite_ranking.trec.extra_measures`)."""
+    ranked = (batch.condensed if judged_only else batch.ranked)[level]
+    retrieved = judged.retrieved_counts(ranked).numpy() if judged_only else batch.retrieved
+    labels = ranked.labels.numpy().astype(np.int64)
+    labels[np.arange(labels.shape[1])[None, :] >= retrieved[:, None]] = PADDING
+    return Lists(labels, retrieved.astype(np.float64), ranked.num_relevant.numpy(), level)
+
+
 def family_values(
     batch: Batch,
     family: str,
@@ -81,9 +92,15 @@ def family_values(
     judged_only: bool,
     p: float | None,
     cutoffs: Sequence[int],
+    params: Sequence[float] = (),
 ) -> np.ndarray:
     """``(n, len(cutoffs))`` values of one family at one relevance level (cutoffs are ints:
-    the caller substitutes a cutoff covering the whole ranking for "no cutoff")."""
+    the caller substitutes a cutoff covering the whole ranking for "no cutoff"); ``params``:
+    the family's real parameters (:attr:`~ignite_ranking.trec.measures.Measure.params`)."""
+    if family in EXTRA_FAMILIES:
+        ideal = batch.ideal[rule].numpy() if rule is not None else None
+        return extra_values(label_lists(batch, level, judged_only), family, cutoffs, params, rule, ideal)
+    family = {"gm_map": "map", "gm_bpref": "bpref"}.get(family, family)  # geometric means of these
     ranked = (batch.condensed if judged_only else batch.ranked)[level]
     n = ranked.labels.shape[0]
     if family == "P":
