@@ -7,9 +7,11 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, with ``rel=`` where ir_measures has it and ``judged_only=True`` on
-  P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
-  trec_eval), where ir_measures' ``Judged`` counts it as judged.
+  ``Judged@k``, ``ERR@k``, ``SetP`` (also ``relative=True``), ``SetR``, ``SetF`` (``beta=``),
+  ``SetAP``, ``IPrec@recall``, ``infAP``, with ``rel=`` where ir_measures has it and
+  ``judged_only=True`` on P, AP, RR, nDCG, SetP, SetF, SetAP and IPrec; not
+  ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in trec_eval), where
+  ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
   provider is made with ``score_precision="float64"`` (trec_eval 10); equal scores are ordered by
   document id descending, as trec_eval does. (ir_measures computes ``RR@k`` with its msmarco
@@ -70,6 +72,12 @@ _FAMILIES = {
     "Bpref": "bpref",
     "Judged": "judged",
     "ERR": "err",
+    "SetP": "set_P",
+    "SetR": "set_recall",
+    "SetF": "set_F",
+    "SetAP": "set_map",
+    "IPrec": "iprec_at_recall",
+    "infAP": "infAP",
 }
 
 
@@ -86,12 +94,21 @@ def _to_measure(measure) -> Measure:
         rel = 1  # ir_measures' default
     if family == "num_ret" and rel is not _NOT_PROVIDED:
         family = "num_rel_ret"
+    if family == "set_P" and params.get("relative", False) is True:
+        family = "set_relative_P"
+    extra = ()  # SetF's beta (ir_measures' default 1), IPrec's recall point
+    if family == "set_F":
+        beta = params.get("beta", _NOT_PROVIDED)
+        extra = (1.0 if beta is _NOT_PROVIDED else float(beta),)
+    elif family == "iprec_at_recall":
+        extra = (float(params["recall"]),)
     return Measure(
         name=str(measure),
         family=family,
         k=None if cutoff is _NOT_PROVIDED else int(cutoff),
         rel=None if rel is _NOT_PROVIDED else int(rel),
         judged_only=judged_only is not _NOT_PROVIDED and bool(judged_only),
+        params=extra,
     )
 
 
@@ -231,6 +248,12 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         _im._Bpref(rel=Any()),
         _im._Judged(cutoff=Any()),
         _im._ERR(cutoff=Any()),
+        _im._SetP(rel=Any(), relative=Any(), judged_only=Any()),
+        _im._SetR(rel=Any()),
+        _im._SetF(rel=Any(), beta=Any(), judged_only=Any()),
+        _im._SetAP(rel=Any(), judged_only=Any()),
+        _im._IPrec(recall=Any(), rel=Any(), judged_only=Any()),
+        _im._infAP(rel=Any()),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -245,8 +268,9 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         if unsupported:
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
-                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
-                "(judged_only on P, AP, RR, nDCG; no gains)"
+                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR, "
+                "SetP, SetR, SetF, SetAP, IPrec, infAP (judged_only on P, AP, RR, nDCG, SetP, SetF, "
+                "SetAP, IPrec; no gains)"
             )
         return _Evaluator(measures, as_qrels(qrels), self.score_precision)
 
