@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -53,13 +54,27 @@ class Lists:
     num_relevant: np.ndarray
     level: int
 
-    @property
+    # The arrays below are computed once per batch and shared by the measures that read them.
+    @cached_property
     def relevant(self) -> np.ndarray:
         return self.labels >= self.level
 
-    @property
+    @cached_property
+    def found(self) -> np.ndarray:
+        """``(n, width)`` relevant documents in the top 1, 2, ... width."""
+        return np.cumsum(self.relevant, axis=1)
+
+    @cached_property
     def num_rel_ret(self) -> np.ndarray:
         return self.relevant.sum(axis=1).astype(np.float64)
+
+    @cached_property
+    def best_precision_after(self) -> np.ndarray:
+        """``(n, width)`` max precision at the ranks from each rank to the end of the list."""
+        ranks = np.arange(1, self.labels.shape[1] + 1)
+        valid = ranks[None, :] <= self.retrieved[:, None]
+        precision = np.where(valid, self.found / ranks, -np.inf)
+        return np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
 
 
 def _divide(a, b) -> np.ndarray:
@@ -86,18 +101,16 @@ def _top(mask: np.ndarray, k: int) -> np.ndarray:
 def _interpolated(lists: Lists, recall: float) -> np.ndarray:
     """m_iprec_at_recall.c: max precision at the ranks from the one of the ``lround(recall*R)``-th
     relevant document on (the first one's for 0); 0 when fewer are retrieved."""
-    rel = lists.relevant
-    n, width = rel.shape
-    found = np.cumsum(rel, axis=1)
-    ranks = np.arange(1, width + 1)
-    valid = ranks[None, :] <= lists.retrieved[:, None]
-    precision = np.where(valid, found / ranks, -np.inf)
-    best_after = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
-    num_rel_ret = found[:, -1] if width else np.zeros(n, dtype=np.int64)
+    n, width = lists.labels.shape
+    num_rel_ret = lists.num_rel_ret
     cut = _lround(recall * lists.num_relevant)
-    target = np.maximum(cut, 1)  # the 0-th relevant document: interpolation from the first one
-    position = np.argmax(found >= target[:, None], axis=1) if width else np.zeros(n, dtype=np.int64)
-    at = best_after[np.arange(n), position] if width else np.zeros(n)
+    target = np.minimum(np.maximum(cut, 1), num_rel_ret)  # the 0-th: from the first one on
+    if width:
+        # the target-th relevant document's position: the target-th True of each row
+        position = (lists.found < target[:, None]).sum(axis=1).clip(max=width - 1)
+        at = lists.best_precision_after[np.arange(n), position]
+    else:
+        at = np.zeros(n)
     at = np.where(num_rel_ret > 0, at, _divide(num_rel_ret, lists.retrieved))
     return _c_nan(np.where(cut > num_rel_ret, 0.0, at))
 
@@ -246,8 +259,7 @@ def extra_values(
         values = _c_nan(sum(_interpolated(lists, point) for point in params) / len(params))
     elif family == "Rprec_mult":
         cut = np.floor(params[0] * lists.num_relevant + 0.9)
-        found = np.cumsum(lists.relevant, axis=1)
-        found = np.pad(found, ((0, 0), (1, 0)))
+        found = np.pad(lists.found, ((0, 0), (1, 0)))
         at = found[np.arange(len(cut)), np.minimum(cut, found.shape[1] - 1).astype(np.int64)]
         values = np.where(cut > 0, _divide(at, cut), 0.0)
     elif family == "infAP":

@@ -14,7 +14,7 @@ scorers on the same batch, whose ``judged`` flags say which ranked documents the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -37,6 +37,7 @@ class Batch:
         ideal: ``(n, width)`` float64 ideal gains per gain rule, best first, 0-padded.
         condensed: ``ranked`` without the unjudged documents, per level (judged-only measures).
         max_grade: ``(n,)`` each query's largest judged grade (RBP's gains are grade / it).
+        lists: :func:`label_lists`' cache, per (level, judged only).
     """
 
     ranked: dict[int, RankedBatch]
@@ -44,6 +45,7 @@ class Batch:
     ideal: dict[GainRule, torch.Tensor]
     condensed: dict[int, RankedBatch]
     max_grade: torch.Tensor
+    lists: dict[tuple[int, bool], Lists] = field(default_factory=dict)
 
 
 def _cumulative(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -77,11 +79,15 @@ def _rbp_gains(ranked: RankedBatch, max_grade: torch.Tensor) -> torch.Tensor:
 
 def label_lists(batch: Batch, level: int, judged_only: bool) -> Lists:
     """The batch's ranked labels as trec_eval's lists (:mod:`~ignite_ranking.trec.extra_measures`)."""
+    if (level, judged_only) in batch.lists:
+        return batch.lists[level, judged_only]
     ranked = (batch.condensed if judged_only else batch.ranked)[level]
     retrieved = judged.retrieved_counts(ranked).numpy() if judged_only else batch.retrieved
     labels = ranked.labels.numpy().astype(np.int64)
     labels[np.arange(labels.shape[1])[None, :] >= retrieved[:, None]] = PADDING
-    return Lists(labels, retrieved.astype(np.float64), ranked.num_relevant.numpy(), level)
+    lists = Lists(labels, retrieved.astype(np.float64), ranked.num_relevant.numpy(), level)
+    batch.lists[level, judged_only] = lists
+    return lists
 
 
 def family_values(
