@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
         action="extend",
         metavar="MEASURE",
         help="measures, see below; -m may be repeated (-m P.5,10 -m map); default: official, "
-        "trec_eval's default set (the measures of it that are supported)",
+        "trec_eval's default set",
     )
     ev.add_argument(
         "--ties",

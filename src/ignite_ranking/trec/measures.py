@@ -8,10 +8,14 @@ Three syntaxes are accepted, in every list of measure names of the library (the 
   ``P_10``, ``P_20`` as trec_eval prints them), ``ndcg.1=0.5,2=3`` (custom NDCG gains per
   relevance level, see trec_eval's ``m_ndcg.c``); a bare ``P``, ``recall``, ``map_cut``,
   ``ndcg_cut`` or ``success`` takes trec_eval's default cutoffs; ``official`` and ``all_trec``
-  name trec_eval's sets (the measures of them that are supported, see :data:`SETS`).
+  name trec_eval's sets (:data:`SETS`, every measure of them computed); the other measures'
+  parameters too: ``iprec_at_recall.0.1,0.5``, ``Rprec_mult.0.2``, ``relative_P.5``, ``unj.5``
+  (one measure per parameter), ``11pt_avg.0.2,0.8``, ``utility.1,-1,0,0``, ``set_F.0.5``,
+  ``relstring.20``, ``G.1=2`` (one measure, named ``11pt_avg_0.2,0.8``...).
 - ir_measures (https://ir-measur.es): ``nDCG@10``, ``nDCG``, ``P@5``, ``P(rel=2)@5``,
   ``R@100``, ``AP``, ``AP@100``, ``RR``, ``RR@10``, ``Success@1``, ``Rprec``, ``NumQ``,
-  ``NumRel``, ``NumRet``, ``NumRelRet`` (case-sensitive, as ir_measures writes them).
+  ``NumRel``, ``NumRet``, ``NumRelRet``, ``SetP``, ``SetF(beta=0.5)``, ``IPrec@0.5``... (see
+  :data:`MEASURE_HELP`; case-sensitive, as ir_measures writes them).
 - ranx-style lowercase names with ``@k`` or ``_k``: ``mrr@10``, ``ndcg@10``, ``ndcg_burges@5``,
   ``precision@10``, ``recall@100``, ``map@100``, ``hit_rate@10``, ``r-precision``.
 
@@ -200,16 +204,20 @@ measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
   trec_eval  P.5,10  recall.100  map  map_cut.10  ndcg  ndcg_cut.10  ndcg.1=0.5,2=3
              recip_rank  success.1,5  Rprec  num_q  num_ret  num_rel  num_rel_ret
              P_10  ndcg_cut_10 ...  (a bare P, recall, map_cut, ndcg_cut, success takes
-             trec_eval's default cutoffs);  official, all_trec: trec_eval's sets, the
-             measures of them that are supported
-             rbp  rbp.p=0.8  rbp_resid  rbp_resid.p=0.8  bpref
+             trec_eval's default cutoffs);  official, all_trec: trec_eval's sets
+             rbp  rbp.p=0.8  rbp_resid  rbp_resid.p=0.8  bpref  runid  gm_map  gm_bpref
+             iprec_at_recall.0,.5  11pt_avg  Rprec_mult.0.2,1  relative_P.5  relstring.10
+             infAP  utility.1,-1,0,0  binG  G  ndcg_rel  Rndcg (gains as ndcg)  set_P
+             set_recall  set_relative_P  set_map  set_F.0.5  num_nonrel_judged_ret  unj.5
   ir_measures  nDCG@10  nDCG  P@5  P(rel=2)@5  R@100  AP  AP@100  RR  RR@10  Success@1
              Rprec  NumQ  NumRel  NumRet  NumRelRet  RBP(p=0.8)  Bpref  ERR@20  nERR@20
-             Judged@10  P(judged_only=True)@10 (also RR, AP, nDCG)
+             Judged@10  P(judged_only=True)@10 (also RR, AP, nDCG)  SetP  SetRelP  SetR
+             SetF(beta=0.5)  SetAP  IPrec@0.5  infAP
   ranx       mrr@10  ndcg@10  ndcg_burges@10  precision@10  recall@100  map@100
              hit_rate@10  r-precision
 NDCG gains are the judged grades whatever -l says (trec_eval's rule); ndcg_burges uses
-2**grade - 1. Counts (num_*, Num*) are summed over queries, the others averaged.
+2**grade - 1. Counts (num_*, Num*) are summed over queries, gm_* geometric means, the
+others averaged.
 Unjudged documents (absent from the qrels, or graded -1) are non-relevant except for
 bpref, rbp_resid, Judged and judged-only measures (-J: every measure judged-only)."""
 
