@@ -328,3 +328,26 @@ def test_trec_eval_reads_cutoffs_as_atol():
 def test_new_measures_need_an_ordered_tie_policy():
     with pytest.raises(ValueError, match="one order"):
         evaluate(*_hand(), ["infAP"], ties="average")
+
+
+def test_ir_measures_provider_computes_the_set_and_interpolated_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    pytest.importorskip("pytrec_eval")
+    from ir_measures import IPrec, SetAP, SetF, SetP, SetR, SetRelP, infAP
+
+    from ignite_ranking import ir_measures as provider
+
+    rng = np.random.default_rng(3)
+    qrels, run = {}, {}
+    for q in range(20):
+        judged = rng.choice(60, rng.integers(1, 30), replace=False)
+        qrels[f"q{q}"] = {f"d{d}": int(rng.choice([-1, 0, 0, 1, 2])) for d in judged}
+        shown = rng.choice(60, rng.integers(1, 40), replace=False)
+        run[f"q{q}"] = {f"d{d}": float(rng.integers(0, 10)) for d in shown}  # ties
+    measures = [SetP, SetR, SetF, SetF(beta=0.5), SetAP, IPrec @ 0.0, IPrec @ 0.5, IPrec @ 1.0, infAP]
+    measures += [SetRelP, SetP(rel=2), SetR(rel=2), infAP(rel=2), SetF(judged_only=True)]
+    measures += [SetAP(judged_only=True), IPrec(judged_only=True) @ 0.3]
+    ours = provider.calc_aggregate(measures, qrels, run)
+    theirs = ir_measures.pytrec_eval.calc_aggregate(measures, qrels, run)
+    want = {str(m): theirs[m] for m in measures}  # NaN where trec_eval divides 0 by 0, in both
+    assert {str(m): ours[m] for m in measures} == pytest.approx(want, nan_ok=True)
