@@ -67,8 +67,6 @@ from .scores import Batch, family_values, label_lists
 
 __all__ = ["SCORE_PRECISIONS", "EvaluationResult", "evaluate", "tie_policies"]
 
-# trec_eval -c's document for a query the run lacks (trec_eval.c's bogus ranking)
-_PLACEHOLDER = np.bytes_(b"ceci_nest_pas_un_docno")
 #: How scores are compared: as float64 (trec_eval 10) or rounded to float32 (trec_eval 9, pytrec_eval).
 SCORE_PRECISIONS = ("float64", "float32")
 
@@ -243,8 +241,9 @@ def evaluate(
         answered = np.zeros(num_q, dtype=bool)
         answered[qid] = True
         missing = np.flatnonzero(~answered)
+    if missing.size:  # an empty docno: in no qrels (trec_eval's is "ceci_nest_pas_un_docno")
         qid = np.concatenate((qid, missing))
-        docno = np.concatenate((docno, np.full(len(missing), _PLACEHOLDER)))
+        docno = np.concatenate((docno, np.zeros(len(missing), dtype=docno.dtype)))
         score = np.concatenate((score, np.ones(len(missing))))
     with _located(qrels, run):
         queries = RunQueries.group(qrels, qid, docno, score, score_precision)
