@@ -280,10 +280,11 @@ def evaluate_diversity(
             b1 = min(b0 + batch_size, len(evaluated))
             part = entries[np.searchsorted(sorted_rows, b0) : np.searchsorted(sorted_rows, b1)]
             hits = part[hit_rank[part] >= 0]
-            depth = max((m.k or 0 for m in measures), default=1)
+            depth = max(max((m.k or 0 for m in measures), default=1), 1)
             if any(measures[c].family == "nrbp" for c in columns) and hits.size:
-                depth = max(depth, int(hit_rank[hits].max()) + 1)
-            ranked = torch.zeros((b1 - b0, max(depth, 1), num_subtopics), dtype=torch.bool)
+                depth = max(depth, int(hit_rank[hits].max()) + 1)  # NRBP reads every relevant rank
+            hits = hits[hit_rank[hits] < depth]
+            ranked = torch.zeros((b1 - b0, depth, num_subtopics), dtype=torch.bool)
             ranked[row[hits] - b0, hit_rank[hits], subtopic[hits]] = True
             candidates = torch.zeros((b1 - b0, num_candidates, num_subtopics), dtype=torch.bool)
             candidates[row[part] - b0, candidate[part], subtopic[part]] = True
