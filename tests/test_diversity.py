@@ -368,6 +368,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_give_the_one_process_bits(tmp_path):
     import ignite.distributed as idist
 
