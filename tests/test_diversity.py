@@ -379,3 +379,46 @@ def test_two_gloo_processes_give_the_one_process_bits(tmp_path):
     alone = _results(0, 1)
     for rank in range(2):
         assert torch.load(tmp_path / f"rank{rank}.pt", weights_only=False) == alone
+
+
+# ------------------------------------------------------------------------ ndeval's own output
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "ndeval"
+NDEVAL_MEASURES = ["alpha-nDCG@5", "alpha-nDCG@20", "ERR-IA@5", "ERR-IA@20", "NRBP", "P-IA@10", "strec@20"]
+
+
+@pytest.mark.parametrize("case", ["default", "alpha_beta_c"])
+def test_ndeval_traditional_on_tied_runs(case, tmp_path, capsys):
+    """ndeval -traditional's printed values (tests/fixtures/ndeval/make_fixtures.py wrote them)."""
+    expected = json.loads((FIXTURES / "expected.json").read_text())[case]
+    flags = expected["flags"]
+    alpha = float(flags[flags.index("-alpha") + 1]) if "-alpha" in flags else 0.5
+    beta = float(flags[flags.index("-beta") + 1]) if "-beta" in flags else 0.5
+    names = [
+        f"NRBP(alpha={alpha},beta={beta})"
+        if n == "NRBP"
+        else n.replace("@", f"(alpha={alpha})@")
+        if n.startswith(("alpha", "ERR"))
+        else n
+        for n in NDEVAL_MEASURES
+    ]
+    result = evaluate(
+        read_diversity_qrels(FIXTURES / "diversity.qrels"),
+        read_run(FIXTURES / "ties.run"),
+        names,
+        missing_as_zero="-c" in flags,
+    )
+    rows = list(__import__("csv").DictReader(expected["output"].splitlines()))
+    per_query = result.per_query()
+    printed = {row["topic"] for row in rows}
+    # ndeval also prints the run's queries that the qrels lack (as zeros), but leaves them out of
+    # the mean; with -c the mean counts the qrels queries that the run lacks.
+    assert printed - set(per_query) == {"99", "amean"}
+    assert set(per_query) - printed == ({"62"} if "-c" in flags else set())
+    for row in rows:
+        for ours, theirs in zip(names, NDEVAL_MEASURES, strict=True):
+            if row["topic"] == "99":
+                assert float(row[theirs]) == 0.0
+                continue
+            got = result.means[ours] if row["topic"] == "amean" else per_query[row["topic"]][ours]
+            assert got == pytest.approx(float(row[theirs]), abs=6e-7), (row["topic"], ours)
