@@ -80,11 +80,20 @@ def check_alpha(name: str, value: object) -> float:
     return float(value)
 
 
+def _powers(alpha: float, count: int, device: torch.device) -> torch.Tensor:
+    """``(count,)`` float64 ``(1 - alpha) ** c`` for c = 0, 1, ..., by repeated multiplication
+    (ndeval's arithmetic, to the bit)."""
+    factors = torch.full((count,), 1.0 - alpha, dtype=torch.float64, device=device)
+    factors[0] = 1.0
+    return torch.cumprod(factors, dim=0)
+
+
 def _novelty_gains(ranked: torch.Tensor, alpha: float) -> torch.Tensor:
     """``(batch, depth)`` float64 gains ``g_i`` of the ranked items."""
-    rel = ranked.to(torch.float64)
-    seen_above = torch.cumsum(rel, dim=1) - rel
-    return (rel * torch.pow(1.0 - alpha, seen_above)).sum(dim=2)
+    seen = torch.cumsum(ranked, dim=1, dtype=torch.int64)
+    seen_above = seen - ranked.to(torch.int64)
+    value = _powers(alpha, ranked.shape[1] + 1, ranked.device)[seen_above]
+    return torch.where(ranked, value, 0.0).sum(dim=2)
 
 
 def _at_cutoffs(running: torch.Tensor, cutoffs: list[int]) -> torch.Tensor:
@@ -101,16 +110,17 @@ def _ideal_gains(candidates: torch.Tensor, depth: int, alpha: float) -> torch.Te
     batch, num_candidates, num_subtopics = candidates.shape
     steps = min(depth, num_candidates)
     rel = candidates.to(torch.float64)
-    weight = torch.ones((batch, num_subtopics), dtype=torch.float64, device=rel.device)
-    taken = torch.zeros((batch, num_candidates), dtype=torch.bool, device=rel.device)
+    weight = torch.ones((batch, num_subtopics, 1), dtype=torch.float64, device=rel.device)
+    # -inf on the candidates already placed (the float sum of weights cannot reach it)
+    taken = torch.zeros((batch, num_candidates), dtype=torch.float64, device=rel.device)
     gains = torch.zeros((batch, depth), dtype=torch.float64, device=rel.device)
     rows = torch.arange(batch, device=rel.device)
     for rank in range(steps):
-        score = (rel * weight[:, None, :]).sum(dim=2).masked_fill(taken, -1.0)
+        score = torch.bmm(rel, weight).squeeze(2) + taken
         pick = score.argmax(dim=1)  # the first of equal maxima: the earlier candidate
         gains[:, rank] = score[rows, pick].clamp_min(0.0)
-        taken[rows, pick] = True
-        weight = torch.where(candidates[rows, pick], weight * (1.0 - alpha), weight)
+        taken[rows, pick] = -torch.inf
+        weight = torch.where(candidates[rows, pick][:, :, None], weight * (1.0 - alpha), weight)
     return gains
 
 

@@ -51,6 +51,7 @@ from ..kernels.diversity import (
     subtopic_recall,
 )
 from .io import DiversityQrels, DuplicateEntryError, Run
+from .judgements import words
 
 __all__ = [
     "DIVERSITY_HELP",
@@ -168,13 +169,31 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(sorted_keys[found] == keys, found, -1)
 
 
-def _local_index(group: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For entries of groups (sorted-by-group keys): ``(distinct (group, key) id of each entry,
-    index of that pair within its group in ascending key order)``."""
-    pairs, inverse = np.unique(np.stack((group, key), axis=1), axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    starts = np.searchsorted(pairs[:, 0], pairs[:, 0], side="left")
-    return inverse, (np.arange(len(pairs)) - starts)[inverse]
+def _local_index(group: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """For each entry, the index of its key among the distinct keys of its group, ascending."""
+    if not key.size:
+        return np.zeros(0, dtype=np.int64)
+    key = key - key.min()
+    span = int(key.max()) + 1
+    pairs, inverse = np.unique(group * span + key, return_inverse=True)
+    pair_group = pairs // span
+    return (np.arange(len(pairs)) - np.searchsorted(pair_group, pair_group, side="left"))[inverse.ravel()]
+
+
+def _docno_codes(docno: np.ndarray) -> np.ndarray:
+    """Dense int64 codes of the docnos, ascending in ``strcmp`` order (sorting uint64 words of the
+    docnos: several times faster than sorting the bytes)."""
+    if not len(docno):
+        return np.zeros(0, dtype=np.int64)
+    grid = words(docno)
+    # equal words are equal docnos: one word sorts unstably (faster)
+    order = np.argsort(grid[:, 0]) if grid.shape[1] == 1 else np.lexsort(grid.T[::-1])
+    ordered = grid[order]
+    new = np.ones(len(order), dtype=np.int64)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    codes = np.empty(len(order), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes
 
 
 def evaluate_diversity(
@@ -227,9 +246,9 @@ def evaluate_diversity(
     run_q, run_doc, score = mapped[keep], run.docno[keep], run.score[keep]
     if score_precision == "float32":
         score = score.astype(np.float32).astype(np.float64)
-    docs, codes = np.unique(np.concatenate((qrels.docno, run_doc)), return_inverse=True)
+    codes = _docno_codes(np.concatenate((qrels.docno, run_doc)))
     qrels_code, run_code = codes[: len(qrels)], codes[len(qrels) :]
-    num_docs = max(len(docs), 1)
+    num_docs = int(codes.max()) + 1 if codes.size else 1
 
     run_key = run_q * num_docs + run_code
     duplicate = _first_duplicate(run_key)
@@ -245,7 +264,12 @@ def evaluate_diversity(
         raise err.located(qrels.path)
 
     # Ranks: by query, descending score, descending docno (ndeval -traditional, trec_eval).
-    order = np.lexsort((-run_code, -score, run_q))
+    # (two stable integer sorts: a lexsort with a float key took 7x longer)
+    _, score_rank = np.unique(-score, return_inverse=True)
+    by_docno = np.argsort(-run_code, kind="stable")
+    order = by_docno[
+        np.argsort((run_q * (int(score_rank.max(initial=0)) + 1) + score_rank)[by_docno], kind="stable")
+    ]
     rank = np.empty(len(order), dtype=np.int64)
     sorted_q = run_q[order]
     rank[order] = np.arange(len(order)) - np.searchsorted(sorted_q, sorted_q, side="left")
@@ -265,9 +289,9 @@ def evaluate_diversity(
         ]
         relevant = np.flatnonzero((qrels.rel >= level) & (row_of[qrels.qid] >= 0))
         row = row_of[qrels.qid[relevant]]
-        _, subtopic = _local_index(row, qrels.subtopic[relevant].astype(np.int64))
+        subtopic = _local_index(row, qrels.subtopic[relevant].astype(np.int64))
         # candidates in descending docno order: ndeval's greedy ideal gives ties to the larger docno
-        _, candidate = _local_index(row, -qrels_code[relevant].astype(np.int64))
+        candidate = _local_index(row, -qrels_code[relevant])
         found = _lookup(
             run_key[by_key], qrels.qid[relevant].astype(np.int64) * num_docs + qrels_code[relevant]
         )
