@@ -303,6 +303,10 @@ def test_bad_input_is_refused_and_leaves_the_state(make, output, error, match):
 
 
 def test_bad_arguments_are_refused():
+    from ignite_ranking import MRR, RankingMetrics
+
+    with pytest.raises(TypeError, match="subtopic labels"):
+        RankingMetrics(alpha=AlphaNDCG(5), mrr=MRR(5))
     with pytest.raises(ValueError, match="alpha"):
         AlphaNDCG(5, alpha=1.5)
     with pytest.raises(TypeError, match="beta"):

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from ignite.metrics.metric import reinit__is_reduced
 
+from ..kernels import RankedBatch
 from ..kernels.diversity import (
     SubtopicBatch,
     alpha_ndcg,
@@ -77,6 +79,7 @@ class SubtopicMetric(RankingMetric):
     count_rule = "had an item relevant to a subtopic (label >= relevance_threshold)"
     empty_rule = "has no subtopic label >= relevance_threshold={threshold:g}"
     keeps = "queries with a relevant subtopic"
+    reads_subtopics = True  # a RankingMetrics group refuses it
 
     def __init__(
         self,
@@ -119,6 +122,13 @@ class SubtopicMetric(RankingMetric):
         """Per-query values ``(batch, num_values)`` of a ranked subtopic batch."""
         raise NotImplementedError
 
+    def score(self, ranked: RankedBatch) -> torch.Tensor:
+        raise TypeError(
+            f"{type(self).__name__} reads subtopic labels (batch, num_items, num_subtopics): it is "
+            "updated on its own, not scored on a ranked batch"
+        )
+
+    @reinit__is_reduced
     def update(self, output) -> None:
         """Adds ``(y_pred, y)`` or ``(y_pred, y, {"query_ids": ids})``; see the module docstring."""
         output, query_ids, judged = split_extras(output)

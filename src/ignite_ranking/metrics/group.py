@@ -107,6 +107,11 @@ class RankingMetrics(MetricGroup):
                 raise TypeError(
                     f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
                 )
+            if getattr(metric, "reads_subtopics", False):
+                raise TypeError(
+                    f"metric {name!r} ({type(metric).__name__}) reads subtopic labels, which the group's "
+                    "other members do not take: update it on its own."
+                )
         if len({id(m) for m in merged.values()}) != len(merged):
             raise ValueError("each metric instance may appear in the group once.")
         if ignore_zero_hits is not None or empty_target_action is not None:
