@@ -79,7 +79,6 @@ class SubtopicMetric(RankingMetric):
     count_rule = "had an item relevant to a subtopic (label >= relevance_threshold)"
     empty_rule = "has no subtopic label >= relevance_threshold={threshold:g}"
     keeps = "queries with a relevant subtopic"
-    reads_subtopics = True  # a RankingMetrics group refuses it
 
     def __init__(
         self,

@@ -28,6 +28,7 @@ from .base import (
     normalize_judged,
     resolve_empty_target_action,
 )
+from .diversity import SubtopicMetric
 from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
 
@@ -107,7 +108,7 @@ class RankingMetrics(MetricGroup):
                 raise TypeError(
                     f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
                 )
-            if getattr(metric, "reads_subtopics", False):
+            if isinstance(metric, SubtopicMetric):
                 raise TypeError(
                     f"metric {name!r} ({type(metric).__name__}) reads subtopic labels, which the group's "
                     "other members do not take: update it on its own."
