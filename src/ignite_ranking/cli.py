@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .trec import MEASURE_HELP, SCORE_PRECISIONS, evaluate, read_qrels, read_run, tie_policies
-from .trec.io import Qrels, Run
+from .trec.diversity import DIVERSITY_HELP, is_diversity_measure
+from .trec.io import Qrels, Run, read_diversity_qrels
 
 __all__ = ["main"]
 
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped (a\n"
         "note on stderr says how many); the rank column is ignored and documents are ordered by\n"
         "score.",
-        epilog=MEASURE_HELP,
+        epilog=MEASURE_HELP + DIVERSITY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ev.add_argument("qrels", help="qrels file (.gz allowed)")
@@ -153,13 +154,16 @@ def _examples(ids: Sequence[str], count: int = 3) -> str:
 
 def _evaluate(args: argparse.Namespace) -> int:
     progress = _progress(args)
-    qrels = read_qrels(args.qrels, progress=progress)
+    metrics = args.metrics or ["official"]
+    # Diversity measures read the qrels' second column as the subtopic (ndeval's qrels).
+    diversity = any(map(is_diversity_measure, metrics))
+    qrels = (read_diversity_qrels if diversity else read_qrels)(args.qrels, progress=progress)
     run = read_run(args.run, progress=progress)
     _check_query_ids(qrels, run, args.run, args.missing_as_zero)
     result = evaluate(
         qrels,
         run,
-        args.metrics or ["official"],
+        metrics,
         relevance_level=args.relevance_level,
         ties=args.ties,
         score_precision=args.score_precision,

@@ -7,7 +7,9 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, with ``rel=`` where ir_measures has it and ``judged_only=True`` on
+  ``Judged@k``, ``ERR@k``, and the diversity measures ``alpha_nDCG@k``, ``ERR_IA@k``, ``NRBP``,
+  ``P_IA@k``, ``StRecall@k`` (ndeval's, on qrels whose ``iteration`` is the subtopic: see
+  :doc:`/diversity`), with ``rel=`` where ir_measures has it and ``judged_only=True`` on
   P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
   trec_eval), where ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
@@ -51,6 +53,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, read_qrels, read_run
+from .trec.diversity import DiversityMeasure
+from .trec.io import DiversityQrels, read_diversity_qrels
 
 __all__ = ["IgniteRankingProvider", "calc", "calc_aggregate", "evaluator", "iter_calc", "provider"]
 
@@ -73,9 +77,29 @@ _FAMILIES = {
 }
 
 
-def _to_measure(measure) -> Measure:
-    """Our :class:`~ignite_ranking.trec.Measure` for an ir_measures measure."""
+# ir_measures diversity measure name -> our DiversityMeasure family (ndeval's definitions)
+_DIVERSITY = {
+    "alpha_nDCG": "alpha_ndcg",
+    "ERR_IA": "err_ia",
+    "NRBP": "nrbp",
+    "P_IA": "p_ia",
+    "StRecall": "strec",
+}
+
+
+def _to_measure(measure) -> Measure | DiversityMeasure:
+    """Our :class:`~ignite_ranking.trec.Measure` (or diversity measure) for an ir_measures measure."""
     params = measure.params
+    if measure.NAME in _DIVERSITY:
+        given = {key: params[key] for key in ("cutoff", "rel", "alpha", "beta") if key in params}
+        return DiversityMeasure(
+            name=str(measure),
+            family=_DIVERSITY[measure.NAME],
+            k=None if given.get("cutoff", _NOT_PROVIDED) is _NOT_PROVIDED else int(given["cutoff"]),
+            rel=int(given.get("rel", 1)),
+            alpha=float(given.get("alpha", 0.5)),
+            beta=float(given.get("beta", 0.5)),
+        )
     family = _FAMILIES[measure.NAME]
     cutoff = params.get("cutoff", _NOT_PROVIDED)
     rel = params.get("rel", _NOT_PROVIDED)
@@ -147,6 +171,33 @@ def as_qrels(qrels) -> Qrels:
     if rel.size and not np.all(rel == np.round(rel)):
         raise ValueError("qrels: relevance must be integers")
     return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64))
+
+
+def as_diversity_qrels(qrels) -> DiversityQrels:
+    """Subtopic qrels of a path (``qid subtopic docno rel``), a DataFrame or namedtuples: the
+    subtopic is ir_measures' ``iteration`` (``"0"`` where it is absent, as a dict of dicts)."""
+    if isinstance(qrels, DiversityQrels):
+        return qrels
+    if isinstance(qrels, (str, os.PathLike)):
+        return read_diversity_qrels(qrels)
+    if isinstance(qrels, dict):
+        names = None
+    elif hasattr(qrels, "itertuples") and hasattr(qrels, "columns"):  # pandas DataFrame
+        names = qrels["iteration"].astype(str).tolist() if "iteration" in qrels.columns else None
+    else:
+        qrels = list(qrels)
+        names = [str(getattr(row, "iteration", "0")) for row in qrels]
+    plain = as_qrels(qrels)
+    index: dict[str, int] = {}
+    codes = [index.setdefault(name, len(index)) for name in names or ["0"] * len(plain)]
+    return DiversityQrels(
+        qids=plain.qids,
+        qid=plain.qid,
+        docno=plain.docno,
+        rel=plain.rel,
+        subtopics=list(index),
+        subtopic=np.asarray(codes, dtype=np.int32),
+    )
 
 
 def as_run(run) -> Run:
@@ -231,6 +282,11 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         _im._Bpref(rel=Any()),
         _im._Judged(cutoff=Any()),
         _im._ERR(cutoff=Any()),
+        _im._alpha_nDCG(cutoff=Any(), alpha=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._ERR_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._NRBP(alpha=Any(), beta=Any(), rel=Any()),
+        _im._P_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._StRecall(cutoff=Any(), rel=Any()),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -246,8 +302,17 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
                 "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
-                "(judged_only on P, AP, RR, nDCG; no gains)"
+                "(judged_only on P, AP, RR, nDCG; no gains); diversity: alpha_nDCG@k, ERR_IA@k, "
+                "NRBP, P_IA@k, StRecall@k (with a cutoff, except NRBP)"
             )
+        diversity = [m.NAME in _DIVERSITY for m in measures]
+        if any(diversity):
+            if not all(diversity):
+                raise ValueError(
+                    "diversity measures (alpha_nDCG, ERR_IA, NRBP, P_IA, StRecall) read subtopic qrels: "
+                    "compute them apart from the other measures"
+                )
+            return _Evaluator(measures, as_diversity_qrels(qrels), self.score_precision)
         return _Evaluator(measures, as_qrels(qrels), self.score_precision)
 
 

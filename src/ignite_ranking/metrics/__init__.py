@@ -11,6 +11,7 @@ from .beyond import (
     Novelty,
     Serendipity,
 )
+from .diversity import ERRIA, NRBP, AlphaNDCG, PrecisionIA, SubtopicRecall
 from .exposure import Coverage, GiniIndex, ShannonEntropy
 from .group import RankingMetrics
 from .hit_rate import HitRate
@@ -27,12 +28,15 @@ from .recall import Recall
 __all__ = [
     "AUC",
     "ERR",
+    "ERRIA",
     "GAUC",
     "MAP",
     "MRR",
     "NDCG",
     "NERR",
+    "NRBP",
     "RBP",
+    "AlphaNDCG",
     "AveragePopularity",
     "Bpref",
     "Coverage",
@@ -46,6 +50,7 @@ __all__ = [
     "Novelty",
     "PerQuery",
     "Precision",
+    "PrecisionIA",
     "RBPResidual",
     "RPrecision",
     "RankingMetric",
@@ -53,4 +58,5 @@ __all__ = [
     "Recall",
     "Serendipity",
     "ShannonEntropy",
+    "SubtopicRecall",
 ]
