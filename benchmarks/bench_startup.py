@@ -1,12 +1,13 @@
 """Start-up of the command line: ``ignite-ranking evaluate`` on trec_eval's 3-query test files
 against ``python -c "import torch"`` (the floor: the evaluation needs torch) and trec_eval itself.
 
-Each case is a fresh process, timed wall-clock from start to exit; the cases run round-robin
-(one warm-up round, untimed, puts the files and libraries in the page cache), so that a burst of
-load hits all of them alike. Each case also reports the CPU time (user + system) its process
-used, which a busy machine inflates less than the wall time. Ours runs as
-``python -m ignite_ranking``, which imports what the ``ignite-ranking`` script imports, from the
-sources this script imports. Target: ours within torch's import + 0.5 s.
+Each case is a fresh process, timed wall-clock from start to exit; the cases run round-robin, so
+that a burst of load hits all of them alike, after one untimed warm-up round, which puts the
+files and libraries in the page cache and our compiled modules in ``__pycache__`` (as an install
+does). Each case also reports the CPU time (user + system) its process used, which a busy machine
+inflates less than the wall time. Ours runs as ``python -m ignite_ranking``, which imports what
+the ``ignite-ranking`` script imports, from the sources this script imports. Target: ours within
+torch's import + 0.5 s.
 
 The files: ``test/qrels.test`` and ``test/results.test`` of a trec_eval source directory
 (--trec-eval-src); without it, the repository's fixtures (tests/fixtures/trec_eval/), and the
@@ -47,9 +48,14 @@ def input_files(trec_eval_src: Path) -> tuple[str, str, str]:
     )
 
 
-def python_path(src: str) -> dict[str, str]:
-    """This process's environment with ``src`` first on PYTHONPATH."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+def environment(src: str, bytecode: bool) -> dict[str, str]:
+    """This process's environment with ``src`` first on PYTHONPATH; with ``bytecode``, without
+    PYTHONDONTWRITEBYTECODE, so that the warm-up round caches the compiled modules under ``src``
+    as an install does (else every run compiles the package's sources again)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def timed(command: Sequence[str], env: dict[str, str] | None) -> tuple[float, float]:
@@ -70,7 +76,9 @@ def load() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each case (default 5)")
-    parser.add_argument("--quick", action="store_true", help="one run, no warm-up (the smoke test)")
+    parser.add_argument(
+        "--quick", action="store_true", help="one run, no warm-up, no bytecode written (the smoke test)"
+    )
     parser.add_argument("--trec-eval-src", type=Path, default=Path("/work/trec_eval_src"))
     parser.add_argument("--trec-eval", help="trec_eval binary (default: trec_eval in --trec-eval-src)")
     parser.add_argument(
@@ -85,12 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     src = str(Path(ignite_ranking.__file__).resolve().parent.parent)
     evaluate = [sys.executable, "-m", "ignite_ranking", "evaluate", qrels, run]
     cases = {
-        "ignite-ranking evaluate": (evaluate, python_path(src)),
+        "ignite-ranking evaluate": (evaluate, environment(src, warm_up)),
         "python -c 'import torch'": ([sys.executable, "-c", "import torch"], None),
         "python -c pass": ([sys.executable, "-c", "pass"], None),
     }
     if args.before:
-        cases["ignite-ranking evaluate, --before"] = (evaluate, python_path(args.before))
+        cases["ignite-ranking evaluate, --before"] = (evaluate, environment(args.before, warm_up))
     binary = args.trec_eval or str(args.trec_eval_src / "trec_eval")
     if shutil.which(binary):
         cases["trec_eval"] = ([binary, qrels, run], None)
@@ -104,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--before: the same, ignite_ranking from {args.before}")
     if note:
         print(note)
+    if warm_up and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("PYTHONDONTWRITEBYTECODE ignored for ours: the warm-up caches its bytecode, as an install does")
     print(f"load average before: {load()}")
     times: dict[str, list[float]] = {name: [] for name in cases}
     cpu: dict[str, list[float]] = {name: [] for name in cases}
