@@ -32,6 +32,19 @@ LAZY_PACKAGES = (
     "ignite_ranking.compare",
 )
 
+SRC = str(Path(ignite_ranking.__file__).resolve().parent.parent)
+
+
+def python(code: str) -> str:
+    """The stdout of ``python -c code`` in a fresh interpreter that imports this checkout's package."""
+    path = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 STEPS = """
 import contextlib, io, json, sys
 
@@ -63,16 +76,7 @@ def loaded(tmp_path_factory) -> dict[str, list[str]]:
     shutil.copyfile(RUN, other)
     compare = importlib.util.find_spec("scipy") is not None
     prelude = f"HEAVY, QRELS, RUN, OTHER_RUN, COMPARE = {(HEAVY, QRELS, RUN, str(other), compare)!r}\n"
-    src = str(Path(ignite_ranking.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(STEPS)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
+    return json.loads(python(prelude + textwrap.dedent(STEPS)).splitlines()[-1])
 
 
 def test_the_trec_package_imports_no_heavy_layer(loaded):
@@ -127,14 +131,8 @@ def _type_checking_imports(path: str) -> set[str]:
 def test_the_lazy_table_all_and_the_type_checking_imports_agree(package):
     module = importlib.import_module(package)
     # what __dir__ lists beyond the module's own globals: the table's names and submodules
-    fresh = subprocess.run(
-        [sys.executable, "-c", f"import {package} as m; print(sorted(set(dir(m)) - set(vars(m))))"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(ignite_ranking.__file__).parent.parent)},
-        check=True,
-    )
-    table = set(ast.literal_eval(fresh.stdout.strip()))
+    fresh = python(f"import {package} as m; print(sorted(set(dir(m)) - set(vars(m))))")
+    table = set(ast.literal_eval(fresh.strip()))
     assert table == set(module.__all__)
     assert _type_checking_imports(module.__file__) == set(module.__all__)
 
@@ -189,3 +187,19 @@ def test_an_import_error_without_a_module_keeps_its_message(monkeypatch, capsys,
     monkeypatch.setattr(stats, "_scipy_stats", broken)
     assert main(["compare", QRELS, *two_runs, "-m", "map", "--resamples", "50"]) == 1
     assert capsys.readouterr().err.endswith("ignite-ranking: error: scipy is too old\n")
+
+
+def test_submodules_still_resolve_as_attributes():
+    # the packages imported every submodule before; code that reads them as attributes still works
+    code = (
+        "import ignite_ranking.metrics as m, ignite_ranking.sampled as s, ignite_ranking.compare as c;"
+        "print(m.base.RankingMetric.__name__, s.estimators.__name__, c.stats.__name__);"
+        "print(hasattr(m, '__main__'), hasattr(m, 'no_such_module'))"
+    )
+    assert python(code).split() == [
+        "RankingMetric",
+        "ignite_ranking.sampled.estimators",
+        "ignite_ranking.compare.stats",
+        "False",
+        "False",
+    ]

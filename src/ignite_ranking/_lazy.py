@@ -5,6 +5,7 @@ ignite, and ``ignite_ranking.sampled.estimate`` without the metrics."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,18 +24,23 @@ def attach(
     Returns:
         ``(__getattr__, __dir__)``: the first imports the module behind a name the first time it
         is read and keeps the value in the package, so that later reads do not come back here.
+        Any other submodule is imported when read as an attribute too, as when the package
+        imported them all (``ignite_ranking.metrics.base``); ``__dir__`` lists only the public
+        ones.
     """
     submodules = frozenset(submodules)
 
     def __getattr__(name: str) -> Any:
-        if name in submodules:
-            return importlib.import_module(f".{name}", package)  # binds itself in the package
         source = names.get(name)
-        if source is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source, package), name)
-        setattr(sys.modules[package], name, value)
-        return value
+        if source is not None:
+            value = getattr(importlib.import_module(source, package), name)
+            setattr(sys.modules[package], name, value)
+            return value
+        if name in submodules or (
+            not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None
+        ):
+            return importlib.import_module(f".{name}", package)  # binds itself in the package
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[package]), *names, *submodules})
