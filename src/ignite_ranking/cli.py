@@ -275,7 +275,13 @@ def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    # Every comparison needs scipy, a --plot matplotlib: fail now, not after the evaluation.
+    import scipy.stats  # noqa: F401
+
     from .compare import CompareWarning, compare
+
+    if args.plot:
+        import matplotlib  # noqa: F401
 
     if len(args.runs) < 2:
         raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
@@ -346,8 +352,26 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# The extra of pyproject.toml that installs each optional module a command imports when it needs it.
+_EXTRAS = {"scipy": "compare", "matplotlib": "compare"}
+
+
+def _missing_module(err: ImportError, command: str) -> str:
+    """One line naming the module missing behind ``err`` (or an error it wraps) and its install."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ModuleNotFoundError):
+        cause = cause.__cause__
+    if cause is None or not cause.name:
+        return f"ignite-ranking: error: {err}"
+    module = cause.name.partition(".")[0]
+    extra = _EXTRAS.get(module)
+    install = f"'ignite-ranking[{extra}]'" if extra else module
+    return f"ignite-ranking {command} needs {module}: pip install {install}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the command line; returns the exit status (2 for bad input, with a message on stderr)."""
+    """Runs the command line; returns the exit status: 2 for bad input, 1 for a missing optional
+    module (scipy, matplotlib), each with one line on stderr."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -355,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         print(f"ignite-ranking: error: {err}", file=sys.stderr)
         return 2
-    except ImportError as err:  # an optional extra is missing: its message says which to install
-        print(f"ignite-ranking: error: {err}", file=sys.stderr)
+    except ImportError as err:  # an optional extra is missing: one line says which to install
+        print(_missing_module(err, args.command), file=sys.stderr)
         return 1
 
 
