@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from itertools import chain
 from typing import ClassVar
 
@@ -50,7 +51,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "ignite_ranking.ir_measures needs the ir-measures package: pip install 'ignite-ranking[ir-measures]'"
     ) from error
 
-from .trec import Measure, Qrels, Run, evaluate, read_qrels, read_run
+from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
 
 __all__ = ["IgniteRankingProvider", "calc", "calc_aggregate", "evaluator", "iter_calc", "provider"]
 
@@ -73,9 +74,25 @@ _FAMILIES = {
 }
 
 
+# ir_measures names whose parameters the measure parser reads, as the command line's names do
+_PARSED = ("RBP", "BPM", "INST", "INSQ", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11")
+
+
+def _parsed(measure) -> Measure:
+    """The measure parsed from its name and parameters by :func:`~ignite_ranking.trec.parse_measure`."""
+    params = {key: value for key, value in measure.params.items() if key != "cutoff"}
+    listed = ",".join(f"{key}={value!r}" for key, value in params.items())
+    text = measure.NAME + (f"({listed})" if params else "")
+    if "cutoff" in measure.params:
+        text += f"@{int(measure.params['cutoff'])}"
+    return replace(parse_measure(text), name=str(measure))
+
+
 def _to_measure(measure) -> Measure:
     """Our :class:`~ignite_ranking.trec.Measure` for an ir_measures measure."""
     params = measure.params
+    if measure.NAME in _PARSED or set(params) & {"gains", "dcg"}:
+        return _parsed(measure)
     family = _FAMILIES[measure.NAME]
     cutoff = params.get("cutoff", _NOT_PROVIDED)
     rel = params.get("rel", _NOT_PROVIDED)
@@ -219,18 +236,27 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
     NAME = "ignite_ranking"
     SUPPORTED_MEASURES: ClassVar[list] = [
         _im._P(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._R(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._R(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._AP(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._RR(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._nDCG(cutoff=Any(), dcg=Choices("log2"), gains=Choices(_NOT_PROVIDED), judged_only=Any()),
-        _im._Success(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._Rprec(rel=Any(), judged_only=Choices(False)),
+        _im._nDCG(cutoff=Any(), dcg=Choices("log2", "exp-log2"), gains=Any(), judged_only=Any()),
+        _im._Success(cutoff=Any(), rel=Any(), judged_only=Any()),
+        _im._Rprec(rel=Any(), judged_only=Any()),
         _im._NumQ(),
         _im._NumRel(rel=Any()),
         _im._NumRet(rel=Any()),
         _im._Bpref(rel=Any()),
         _im._Judged(cutoff=Any()),
         _im._ERR(cutoff=Any()),
+        _im._RBP(cutoff=Any(), p=Any(), rel=Any()),
+        _im._BPM(cutoff=Any(required=True), T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INST(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INSQ(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._SDCG(cutoff=Any(required=True), dcg=Choices("log2"), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR8(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR9(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR10(p=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR11(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -245,8 +271,9 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         if unsupported:
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
-                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
-                "(judged_only on P, AP, RR, nDCG; no gains)"
+                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR, RBP, "
+                "BPM, INST, INSQ, SDCG, NERR8, NERR9, NERR10, NERR11 (judged_only on P, R, AP, RR, "
+                "nDCG, Success, Rprec)"
             )
         return _Evaluator(measures, as_qrels(qrels), self.score_precision)
 

@@ -244,8 +244,9 @@ def evaluate(
     whole = max(max_len, max_rel, max_ideal, 1)  # covers every ranking and every ideal ranking
 
     def key_of(m: Measure) -> tuple:
-        """(family, level, gain rule, judged only, p): the measures scored together."""
-        return (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m), m.judged_only, m.p)
+        """(family, level, gain rule, judged only, p, params): the measures scored together."""
+        level = relevance_level if m.rel is None else m.rel
+        return (m.family, level, _gain_rule(m), m.judged_only, m.p, m.params)
 
     # key -> ascending cutoffs
     groups: dict[tuple, list[int]] = {}

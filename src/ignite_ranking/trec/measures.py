@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["FAMILIES", "MEASURE_HELP", "SETS", "Measure", "parse_measure", "parse_measures"]
 
@@ -53,7 +53,31 @@ FAMILIES = {
     "err": "expected reciprocal rank, stop probability (2**grade - 1) / 2**4",
     "nerr": "ERR / ideal ERR",
     "judged": "judged documents in the top k / min(k, retrieved)",
+    "rbp_rel": "RBP with binary gains: (1 - p) * sum of p**(i - 1) over ranks i of relevant documents",
+    # cwl_eval's C/W/L measures (trec/cwl.py): expected utility sum of W(i) * gain_i, gains scaled
+    # to [0, 1] by min_rel/max_rel, over cwl_eval's 1000 ranks
+    "bpm": "C/W/L Bejeweled Player Model: continue while gain < T and rank < K",
+    "inst": "C/W/L INST: C(i) = ((i + T + T_i - 1) / (i + T + T_i))**2, T_i = T - gain so far",
+    "insq": "C/W/L INSQ: C(i) = ((i + 2T - 1) / (i + 2T))**2",
+    "sdcg": "C/W/L scaled DCG@k: DCG@k of the scaled gains / sum of 1/log2(i + 1) over i <= k",
+    "nerr8": "C/W/L NERR (Eq. 8): C(i) = 1 - gain_i for i < k",
+    "nerr9": "C/W/L NERR (Eq. 9): C(i) = i / (i + 1) * (1 - gain_i) for i < k",
+    "nerr10": "C/W/L NERR (Eq. 10): C(i) = p * (1 - gain_i)",
+    "nerr11": "C/W/L NERR (Eq. 11): C(i) = ((i + 2T - 1) / (i + 2T))**2 * (1 - gain_i)",
 }
+#: cwl_eval's families and the parameters they take besides min_rel and max_rel.
+CWL_FAMILIES = {
+    "bpm": ("T",),
+    "inst": ("T",),
+    "insq": ("T",),
+    "sdcg": (),
+    "nerr8": (),
+    "nerr9": (),
+    "nerr10": ("p",),
+    "nerr11": ("T",),
+}
+_CWL_CUTOFF = ("bpm", "sdcg", "nerr8", "nerr9")  # their cutoff is a parameter, and required
+_DCG = {"ndcg": ("log2", "exp-log2"), "sdcg": ("log2",)}  # ir_measures' dcg= choices
 COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
 
 _DEFAULT_CUTOFFS = {
@@ -113,14 +137,22 @@ _IR_MEASURES = {
     "NumRel": ("num_rel", False, False),
     "NumRet": ("num_ret", False, True),
     "NumRelRet": ("num_rel_ret", False, True),
-    "RBP": ("rbp", True, False),
+    "RBP": ("rbp", True, True),
     "Bpref": ("bpref", False, True),
     "ERR": ("err", True, False),
     "nERR": ("nerr", True, False),
     "Judged": ("judged", True, False),
+    "BPM": ("bpm", True, False),
+    "INST": ("inst", False, False),
+    "INSQ": ("insq", False, False),
+    "SDCG": ("sdcg", True, False),
+    "NERR8": ("nerr8", True, False),
+    "NERR9": ("nerr9", True, False),
+    "NERR10": ("nerr10", False, False),
+    "NERR11": ("nerr11", False, False),
 }
 # ir_measures families with a judged_only= parameter (Sakai's condensed lists)
-_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg")
+_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg", "ndcg_burges", "recall", "success", "Rprec")
 # ranx-style (lowercase) family names
 _RANX = {
     "mrr": "recip_rank",
@@ -143,7 +175,7 @@ _RANX = {
     "rprec": "Rprec",
 }
 _RANX_NAME = re.compile(r"^(?P<name>[a-z_-]+?)(?:[@_](?P<k>\d+))?$")
-_IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
+_IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+\d*)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
 _TREC_PARAMS = re.compile(r"^(?P<name>[A-Za-z_]+)\.(?P<params>.+)$")
 
 MEASURE_HELP = """\
@@ -180,6 +212,8 @@ class Measure:
         p: RBP's persistence (``rbp``, ``rbp_resid``), None for the other families.
         judged_only: computed on the condensed list, without the unjudged documents
             (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
+        params: the other parameters of the family, as sorted ``(name, value)`` pairs: the C/W/L
+            families' ``T``, ``min_rel`` and ``max_rel`` (see :data:`CWL_FAMILIES`).
     """
 
     name: str
@@ -189,6 +223,7 @@ class Measure:
     gains: tuple[tuple[int, float], ...] | None = None
     p: float | None = None
     judged_only: bool = False
+    params: tuple[tuple[str, float], ...] = field(default=(), repr=False)
 
     @property
     def is_count(self) -> bool:
@@ -248,34 +283,98 @@ def _persistence(text: str, name: str) -> float:
     return p
 
 
+def _split_params(text: str) -> list[str]:
+    """``rel=2, gains={0: 0, 1: 3}`` split at the commas outside braces."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _gain_map(value: str, name: str) -> tuple[tuple[int, float], ...]:
+    """ir_measures' ``gains={0: 0, 1: 1, 2: 3}``: integer grades >= 0 to integer gains >= 0."""
+    pairs = []
+    body = value[1:-1] if value.startswith("{") and value.endswith("}") else None
+    for pair in filter(None, (p.strip() for p in (body or "!").split(","))):
+        level, colon, gain = (x.strip() for x in pair.partition(":"))
+        if not (colon and re.fullmatch(r"\d+", level) and re.fullmatch(r"\d+", gain)):
+            raise ValueError(
+                f"measure {name!r}: gains must map grades >= 0 to integer gains >= 0, as in "
+                f"gains={{0: 0, 1: 1, 2: 3}}; got {value!r}"
+            )
+        pairs.append((int(level), float(gain)))
+    return tuple(pairs)
+
+
+def _cwl_param(key: str, value: str, name: str) -> float:
+    """A C/W/L parameter: ``T`` a positive number, ``min_rel``/``max_rel`` integers."""
+    if key != "T":
+        if not re.fullmatch(r"[+-]?\d+", value):
+            raise ValueError(f"measure {name!r}: {key} must be an integer, got {value!r}")
+        return int(value)
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not number > 0 or math.isinf(number):
+        raise ValueError(f"measure {name!r}: T must be a positive number, got {value!r}")
+    return number
+
+
 def _ir_measure(name: str, match: re.Match) -> Measure:
     family, takes_cutoff, takes_rel = _IR_MEASURES[match["name"]]
     rel = 1 if match["name"] == "NumRelRet" else None
-    p = _IR_RBP_P if family == "rbp" else None
-    judged_only = False
-    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
+    p = {"rbp": _IR_RBP_P, "nerr10": 0.9}.get(family)  # ir_measures' defaults
+    judged_only, gains, dcg = False, None, "log2"
+    params: dict[str, float] = {}
+    if family in CWL_FAMILIES:  # ir_measures' defaults
+        params = {"min_rel": 0, **({"T": 1.0} if "T" in CWL_FAMILIES[family] else {})}
+    for param in _split_params(match["params"] or ""):
         key, _, value = param.partition("=")
         key, value = key.strip(), value.strip()
         if key == "rel" and takes_rel and re.fullmatch(r"\d+", value):
             rel = int(value)
-        elif key == "dcg" and family == "ndcg" and value.strip("'\"") == "log2":
-            continue
-        elif key == "p" and family == "rbp":
+        elif key == "dcg" and value.strip("'\"") in _DCG.get(family, ()):
+            dcg = value.strip("'\"")
+        elif key == "gains" and family == "ndcg":
+            gains = _gain_map(value, name)
+        elif key == "p" and family in ("rbp", "nerr10"):
             p = _persistence(value, name)
         elif key == "judged_only" and family in _JUDGED_ONLY and value in ("True", "False"):
             judged_only = value == "True"
+        elif family in CWL_FAMILIES and key in ("min_rel", "max_rel", *CWL_FAMILIES[family]):
+            params[key] = _cwl_param(key, value, name)
         else:
             raise ValueError(
                 f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
-                "P, AP, RR, Success, Rprec, NumRet, Bpref; dcg=log2 for nDCG; p=NUMBER for RBP; "
-                "judged_only=True/False for P, RR, AP, nDCG)"
+                "P, AP, RR, Success, Rprec, NumRet, Bpref, RBP; dcg='log2'/'exp-log2' and "
+                "gains={GRADE: GAIN, ...} for nDCG; p=NUMBER for RBP, NERR10; judged_only=True/False "
+                "for P, R, RR, AP, nDCG, Success, Rprec; T=NUMBER, min_rel=INT, max_rel=INT for "
+                "BPM, INST, INSQ, SDCG, NERR8-11 (T for BPM, INST, INSQ, NERR11))"
             )
     k = _cutoff(match["k"], name) if match["k"] is not None else None
     if k is not None and not takes_cutoff:
         raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
     if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
         family = "num_rel_ret"
-    return Measure(name, family, k, rel, p=p, judged_only=judged_only)
+    if family == "rbp" and rel is not None:  # binary gains (ir_measures' RBP(rel=L))
+        family = "rbp_rel"
+    if dcg == "exp-log2" and family == "ndcg":
+        if gains is not None:
+            raise ValueError(f"measure {name!r}: nDCG takes gains= or dcg='exp-log2', not both")
+        family = "ndcg_burges"
+    if family in CWL_FAMILIES:
+        if "max_rel" not in params:
+            raise ValueError(f"measure {name!r}: {match['name']} needs max_rel=INT (the largest grade)")
+        if not params["min_rel"] < params["max_rel"]:
+            raise ValueError(f"measure {name!r}: min_rel must be less than max_rel, got {params}")
+        if family in _CWL_CUTOFF and k is None:
+            raise ValueError(f"measure {name!r}: {match['name']} needs a cutoff, e.g. {match['name']}@10")
+    return Measure(name, family, k, rel, gains, p, judged_only, tuple(sorted(params.items())))
 
 
 def _expand(name: str) -> list[Measure]:
