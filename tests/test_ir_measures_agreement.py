@@ -14,6 +14,7 @@ Qrels hold grades -1..3 (-1: judged negative), and runs retrieve unjudged docume
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 
@@ -206,3 +207,21 @@ def test_parsed_parameters():
     assert parse_measure("nDCG(dcg='exp-log2')").family == "ndcg_burges"
     assert parse_measure("RBP(rel=2)").family == "rbp_rel"
     assert parse_measure("Success(judged_only=True)@3").judged_only
+
+
+def test_names_on_the_command_line(tie_free, tmp_path, capsys):
+    from ignite_ranking.cli import main
+
+    qrels, run = tie_free
+    qrels_lines = (f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    (tmp_path / "qrels").write_text("".join(qrels_lines))
+    run_lines = (f"{q} Q0 {d} 0 {s!r} t\n" for q, docs in run.items() for d, s in docs.items())
+    (tmp_path / "run").write_text("".join(run_lines))
+    measures = [INST(T=2.0, max_rel=3), nDCG(gains={0: 0, 1: 1, 2: 3}) @ 10, R(judged_only=True) @ 5]
+    names = ["INST(T=2.0, max_rel=3)", "nDCG(gains={0: 0, 1: 1, 2: 3})@10", "R(judged_only=True)@5"]
+    files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+    assert main(["evaluate", *files, "-m", *names, "--json", "--per-query"]) == 0
+    printed = json.loads(capsys.readouterr().out)["per_query"]
+    want = _per_query(provider.iter_calc(measures, qrels, run))
+    got = {(str(m), q): printed[q][name] for m, name in zip(measures, names, strict=True) for q in printed}
+    _assert_agree(got, {k: want[k] for k in got})

@@ -7,9 +7,12 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, with ``rel=`` where ir_measures has it and ``judged_only=True`` on
-  P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
-  trec_eval), where ir_measures' ``Judged`` counts it as judged.
+  ``Judged@k``, ``ERR@k``, ``RBP``, with ``rel=`` where ir_measures has it, ``judged_only=True``
+  on P, R, AP, RR, nDCG, Success and Rprec, ``nDCG(gains={...})`` and ``nDCG(dcg='exp-log2')``,
+  and cwl_eval's C/W/L measures ``BPM``, ``INST``, ``INSQ``, ``SDCG``, ``NERR8``-``NERR11``
+  (:mod:`ignite_ranking.trec.cwl`; the same values as ``ir_measures.cwl_eval``, whose run order
+  keeps tied documents in input order). A qrels grade of -1 is unjudged here (as in trec_eval),
+  where ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
   provider is made with ``score_precision="float64"`` (trec_eval 10); equal scores are ordered by
   document id descending, as trec_eval does. (ir_measures computes ``RR@k`` with its msmarco

@@ -11,7 +11,10 @@ Three syntaxes are accepted, in every list of measure names of the library (the 
   name trec_eval's sets (the measures of them that are supported, see :data:`SETS`).
 - ir_measures (https://ir-measur.es): ``nDCG@10``, ``nDCG``, ``P@5``, ``P(rel=2)@5``,
   ``R@100``, ``AP``, ``AP@100``, ``RR``, ``RR@10``, ``Success@1``, ``Rprec``, ``NumQ``,
-  ``NumRel``, ``NumRet``, ``NumRelRet`` (case-sensitive, as ir_measures writes them).
+  ``NumRel``, ``NumRet``, ``NumRelRet``, ``nDCG(gains={0: 0, 1: 1, 2: 3})@10``,
+  ``nDCG(dcg='exp-log2')``, ``RBP(rel=1, p=0.8)``, cwl_eval's ``BPM(T=1.0, max_rel=3)@10``,
+  ``INST(max_rel=3)``, ``SDCG(max_rel=3)@10``, ``NERR10(p=0.9, max_rel=3)``... (case-sensitive,
+  as ir_measures writes them).
 - ranx-style lowercase names with ``@k`` or ``_k``: ``mrr@10``, ``ndcg@10``, ``ndcg_burges@5``,
   ``precision@10``, ``recall@100``, ``map@100``, ``hit_rate@10``, ``r-precision``.
 
@@ -188,7 +191,12 @@ measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
              rbp  rbp.p=0.8  rbp_resid  rbp_resid.p=0.8  bpref
   ir_measures  nDCG@10  nDCG  P@5  P(rel=2)@5  R@100  AP  AP@100  RR  RR@10  Success@1
              Rprec  NumQ  NumRel  NumRet  NumRelRet  RBP(p=0.8)  Bpref  ERR@20  nERR@20
-             Judged@10  P(judged_only=True)@10 (also RR, AP, nDCG)
+             Judged@10  P(judged_only=True)@10 (also R, RR, AP, nDCG, Success, Rprec)
+             nDCG(gains={0:0,1:1,2:3})@10  nDCG(dcg='exp-log2')@10  RBP(rel=1,p=0.8)
+             cwl_eval's C/W/L measures (max_rel= required, min_rel= 0 by default):
+             BPM(T=1.0,max_rel=3)@10  INST(T=1.0,max_rel=3)  INSQ(max_rel=3)
+             SDCG(max_rel=3)@10  NERR8(max_rel=3)@10  NERR9(max_rel=3)@10
+             NERR10(p=0.9,max_rel=3)  NERR11(T=1.0,max_rel=3)
   ranx       mrr@10  ndcg@10  ndcg_burges@10  precision@10  recall@100  map@100
              hit_rate@10  r-precision
 NDCG gains are the judged grades whatever -l says (trec_eval's rule); ndcg_burges uses
