@@ -154,7 +154,8 @@ _IR_MEASURES = {
     "NERR10": ("nerr10", False, False),
     "NERR11": ("nerr11", False, False),
 }
-# ir_measures families with a judged_only= parameter (Sakai's condensed lists)
+# ir_measures families with a judged_only= parameter (Sakai's condensed lists): any family scored
+# on the ranked batch takes it by a line here (and judged_only=Any() in the provider's entry)
 _JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg", "ndcg_burges", "recall", "success", "Rprec")
 # ranx-style (lowercase) family names
 _RANX = {
@@ -217,7 +218,8 @@ class Measure:
             evaluation's level (``-l``).
         gains: custom NDCG gains as ``((grade, gain), ...)`` in the order given (trec_eval's
             ``ndcg.1=0.5,2=3``), None for the grades themselves.
-        p: RBP's persistence (``rbp``, ``rbp_resid``), None for the other families.
+        p: the persistence of ``rbp``, ``rbp_rel``, ``rbp_resid`` and ``nerr10``, None for the
+            other families.
         judged_only: computed on the condensed list, without the unjudged documents
             (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
         params: the other parameters of the family, as sorted ``(name, value)`` pairs: the C/W/L
@@ -287,7 +289,7 @@ def _persistence(text: str, name: str) -> float:
     except ValueError:
         p = math.nan
     if not 0.0 < p < 1.0:
-        raise ValueError(f"measure {name!r}: RBP's p must be a number in (0, 1), got {text!r}")
+        raise ValueError(f"measure {name!r}: the persistence p must be a number in (0, 1), got {text!r}")
     return p
 
 
