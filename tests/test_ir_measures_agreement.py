@@ -201,7 +201,8 @@ def test_bad_parameters_are_refused(name, message):
 
 def test_parsed_parameters():
     bpm = parse_measure("BPM(T=2.0, max_rel=3)@10")
-    assert (bpm.family, bpm.k, bpm.params) == ("bpm", 10, (("T", 2.0), ("max_rel", 3), ("min_rel", 0)))
+    assert (bpm.family, bpm.k, bpm.params) == ("bpm", 10, (0.0, 3.0, 2.0))  # min_rel, max_rel, T
+    assert parse_measure("SDCG(max_rel=2, min_rel=1)@5").params == (1.0, 2.0)
     assert parse_measure("NERR10(max_rel=1)").p == 0.9  # ir_measures' default
     assert parse_measure("nDCG(gains={0: 1, 2: 5})@5").gains == ((0, 1.0), (2, 5.0))
     assert parse_measure("nDCG(dcg='exp-log2')").family == "ndcg_burges"

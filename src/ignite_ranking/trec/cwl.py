@@ -89,11 +89,12 @@ def expected_utility(c: torch.Tensor, gains: torch.Tensor) -> torch.Tensor:
 
 
 def cwl_values(
-    ranked: RankedBatch, family: str, cutoffs: Sequence[int], p: float | None, params: dict[str, float]
+    ranked: RankedBatch, family: str, cutoffs: Sequence[int], p: float | None, params: Sequence[float]
 ) -> torch.Tensor:
     """``(n, len(cutoffs))`` values of a C/W/L family on a ranked trec batch; the cutoffs are the
-    families' k (BPM's K), ignored by those without one."""
-    gains = scaled_gains(ranked.labels, int(params["min_rel"]), int(params["max_rel"]))
-    T = float(params.get("T", 1.0))
+    families' k (BPM's K), ignored by those without one; ``params``: ``(min_rel, max_rel)``, then
+    ``T`` for the families with one."""
+    gains = scaled_gains(ranked.labels, int(params[0]), int(params[1]))
+    T = float(params[2]) if len(params) > 2 else 1.0
     columns = [expected_utility(continuation(family, gains, k, p, T), gains) for k in cutoffs]
     return torch.stack(columns, dim=1)

@@ -277,7 +277,7 @@ def evaluate(
             condensed=condensed,
             max_grade=torch.from_numpy(max_grade[qs]),
         )
-        results = {key: family_values(batch, *key, ks) for key, ks in groups.items()}
+        results = {key: family_values(batch, *key[:5], ks, key[5]) for key, ks in groups.items()}
         block = np.empty((len(qs), len(measures)), dtype=np.float64)
         for column, m in enumerate(measures):
             key = key_of(m)

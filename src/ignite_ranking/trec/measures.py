@@ -22,7 +22,7 @@ Example:
     >>> [m.name for m in parse_measures(["P.5,10", "nDCG@10", "mrr@10"])]
     ['P_5', 'P_10', 'nDCG@10', 'mrr@10']
     >>> parse_measures(["P(rel=2)@5"])[0]
-    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False)
+    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False, params=())
     >>> parse_measures(["rbp.p=0.8", "RBP(p=0.8)", "P(judged_only=True)@10"])[2].judged_only
     True
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["FAMILIES", "MEASURE_HELP", "SETS", "Measure", "parse_measure", "parse_measures"]
 
@@ -68,7 +68,8 @@ FAMILIES = {
     "nerr10": "C/W/L NERR (Eq. 10): C(i) = p * (1 - gain_i)",
     "nerr11": "C/W/L NERR (Eq. 11): C(i) = ((i + 2T - 1) / (i + 2T))**2 * (1 - gain_i)",
 }
-#: cwl_eval's families and the parameters they take besides min_rel and max_rel.
+#: cwl_eval's families and the parameters they take besides min_rel and max_rel (``p`` is
+#: :attr:`Measure.p`; ``T`` the last of :attr:`Measure.params`).
 CWL_FAMILIES = {
     "bpm": ("T",),
     "inst": ("T",),
@@ -222,8 +223,9 @@ class Measure:
             other families.
         judged_only: computed on the condensed list, without the unjudged documents
             (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
-        params: the other parameters of the family, as sorted ``(name, value)`` pairs: the C/W/L
-            families' ``T``, ``min_rel`` and ``max_rel`` (see :data:`CWL_FAMILIES`).
+        params: real parameters of the measures that take them: cwl_eval's families'
+            ``(min_rel, max_rel)``, then ``T`` for those with one (see :data:`CWL_FAMILIES`);
+            empty for the other families.
     """
 
     name: str
@@ -233,7 +235,7 @@ class Measure:
     gains: tuple[tuple[int, float], ...] | None = None
     p: float | None = None
     judged_only: bool = False
-    params: tuple[tuple[str, float], ...] = field(default=(), repr=False)
+    params: tuple[float, ...] = ()
 
     @property
     def is_count(self) -> bool:
@@ -384,7 +386,8 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
             raise ValueError(f"measure {name!r}: min_rel must be less than max_rel, got {params}")
         if family in _CWL_CUTOFF and k is None:
             raise ValueError(f"measure {name!r}: {match['name']} needs a cutoff, e.g. {match['name']}@10")
-    return Measure(name, family, k, rel, gains, p, judged_only, tuple(sorted(params.items())))
+    real = tuple(float(params[key]) for key in ("min_rel", "max_rel", "T") if key in params)
+    return Measure(name, family, k, rel, gains, p, judged_only, real)
 
 
 def _expand(name: str) -> list[Measure]:

@@ -83,12 +83,12 @@ def family_values(
     rule: GainRule | None,
     judged_only: bool,
     p: float | None,
-    params: tuple[tuple[str, float], ...],
     cutoffs: Sequence[int],
+    params: Sequence[float] = (),
 ) -> np.ndarray:
     """``(n, len(cutoffs))`` values of one family at one relevance level (cutoffs are ints:
     the caller substitutes a cutoff covering the whole ranking for "no cutoff"); ``params``:
-    :attr:`~ignite_ranking.trec.measures.Measure.params`."""
+    the family's real parameters (:attr:`~ignite_ranking.trec.measures.Measure.params`)."""
     ranked = (batch.condensed if judged_only else batch.ranked)[level]
     n = ranked.labels.shape[0]
     if family == "P":
@@ -119,7 +119,7 @@ def family_values(
         assert p is not None
         values = persistence.rank_biased_precision(ranked, cutoffs, p)
     elif family in CWL_FAMILIES:
-        values = cwl_values(ranked, family, cutoffs, p, dict(params))
+        values = cwl_values(ranked, family, cutoffs, p, params)
     elif family == "rbp_resid":
         assert p is not None
         values = persistence.rbp_residual(ranked, cutoffs, p)
