@@ -342,9 +342,9 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
     rel = 1 if match["name"] == "NumRelRet" else None
     p = {"rbp": _IR_RBP_P, "nerr10": 0.9}.get(family)  # ir_measures' defaults
     judged_only, gains, dcg = False, None, "log2"
-    params: dict[str, float] = {}
-    if family in CWL_FAMILIES:  # ir_measures' defaults
-        params = {"min_rel": 0, **({"T": 1.0} if "T" in CWL_FAMILIES[family] else {})}
+    cwl: dict[str, float] = {}  # C/W/L parameters, with ir_measures' defaults
+    if family in CWL_FAMILIES:
+        cwl = {"min_rel": 0, **({"T": 1.0} if "T" in CWL_FAMILIES[family] else {})}
     for param in _split_params(match["params"] or ""):
         key, _, value = param.partition("=")
         key, value = key.strip(), value.strip()
@@ -359,7 +359,7 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
         elif key == "judged_only" and family in _JUDGED_ONLY and value in ("True", "False"):
             judged_only = value == "True"
         elif family in CWL_FAMILIES and key in ("min_rel", "max_rel", *CWL_FAMILIES[family]):
-            params[key] = _cwl_param(key, value, name)
+            cwl[key] = _cwl_param(key, value, name)
         else:
             raise ValueError(
                 f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
@@ -380,14 +380,14 @@ def _ir_measure(name: str, match: re.Match) -> Measure:
             raise ValueError(f"measure {name!r}: nDCG takes gains= or dcg='exp-log2', not both")
         family = "ndcg_burges"
     if family in CWL_FAMILIES:
-        if "max_rel" not in params:
+        if "max_rel" not in cwl:
             raise ValueError(f"measure {name!r}: {match['name']} needs max_rel=INT (the largest grade)")
-        if not params["min_rel"] < params["max_rel"]:
-            raise ValueError(f"measure {name!r}: min_rel must be less than max_rel, got {params}")
+        if not cwl["min_rel"] < cwl["max_rel"]:
+            raise ValueError(f"measure {name!r}: min_rel must be less than max_rel, got {cwl}")
         if family in _CWL_CUTOFF and k is None:
             raise ValueError(f"measure {name!r}: {match['name']} needs a cutoff, e.g. {match['name']}@10")
-    real = tuple(float(params[key]) for key in ("min_rel", "max_rel", "T") if key in params)
-    return Measure(name, family, k, rel, gains, p, judged_only, real)
+    params = tuple(float(cwl[key]) for key in ("min_rel", "max_rel", "T") if key in cwl)
+    return Measure(name, family, k, rel, gains, p, judged_only, params)
 
 
 def _expand(name: str) -> list[Measure]:
