@@ -7,11 +7,14 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, and the diversity measures ``alpha_nDCG@k``, ``ERR_IA@k``, ``NRBP``,
-  ``P_IA@k``, ``StRecall@k`` (ndeval's, on qrels whose ``iteration`` is the subtopic: see
-  :doc:`/diversity`), with ``rel=`` where ir_measures has it and ``judged_only=True`` on
-  P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
-  trec_eval), where ir_measures' ``Judged`` counts it as judged.
+  ``Judged@k``, ``ERR@k``, ``RBP``, with ``rel=`` where ir_measures has it, ``judged_only=True``
+  on P, R, AP, RR, nDCG, Success and Rprec, ``nDCG(gains={...})`` and ``nDCG(dcg='exp-log2')``,
+  cwl_eval's C/W/L measures ``BPM``, ``INST``, ``INSQ``, ``SDCG``, ``NERR8``-``NERR11``
+  (:mod:`ignite_ranking.trec.cwl`; the same values as ``ir_measures.cwl_eval``, whose run order
+  keeps tied documents in input order), and the diversity measures ``alpha_nDCG@k``,
+  ``ERR_IA@k``, ``NRBP``, ``P_IA@k``, ``StRecall@k`` (ndeval's, on qrels whose ``iteration`` is
+  the subtopic: see :doc:`/diversity`). A qrels grade of -1 is unjudged here (as in trec_eval),
+  where ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
   provider is made with ``score_precision="float64"`` (trec_eval 10); equal scores are ordered by
   document id descending, as trec_eval does. (ir_measures computes ``RR@k`` with its msmarco
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from itertools import chain
 from typing import ClassVar
 
@@ -52,7 +56,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "ignite_ranking.ir_measures needs the ir-measures package: pip install 'ignite-ranking[ir-measures]'"
     ) from error
 
-from .trec import Measure, Qrels, Run, evaluate, read_qrels, read_run
+from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -87,6 +91,20 @@ _DIVERSITY = {
 }
 
 
+# ir_measures names whose parameters the measure parser reads, as the command line's names do
+_PARSED = ("RBP", "BPM", "INST", "INSQ", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11")
+
+
+def _parsed(measure) -> Measure:
+    """The measure parsed from its name and parameters by :func:`~ignite_ranking.trec.parse_measure`."""
+    params = {key: value for key, value in measure.params.items() if key != "cutoff"}
+    listed = ",".join(f"{key}={value!r}" for key, value in params.items())
+    text = measure.NAME + (f"({listed})" if params else "")
+    if "cutoff" in measure.params:
+        text += f"@{int(measure.params['cutoff'])}"
+    return replace(parse_measure(text), name=str(measure))
+
+
 def _to_measure(measure) -> Measure | DiversityMeasure:
     """Our :class:`~ignite_ranking.trec.Measure` (or diversity measure) for an ir_measures measure."""
     params = measure.params
@@ -100,6 +118,8 @@ def _to_measure(measure) -> Measure | DiversityMeasure:
             alpha=float(given.get("alpha", 0.5)),
             beta=float(given.get("beta", 0.5)),
         )
+    if measure.NAME in _PARSED or set(params) & {"gains", "dcg"}:
+        return _parsed(measure)
     family = _FAMILIES[measure.NAME]
     cutoff = params.get("cutoff", _NOT_PROVIDED)
     rel = params.get("rel", _NOT_PROVIDED)
@@ -270,12 +290,12 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
     NAME = "ignite_ranking"
     SUPPORTED_MEASURES: ClassVar[list] = [
         _im._P(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._R(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._R(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._AP(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._RR(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._nDCG(cutoff=Any(), dcg=Choices("log2"), gains=Choices(_NOT_PROVIDED), judged_only=Any()),
-        _im._Success(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._Rprec(rel=Any(), judged_only=Choices(False)),
+        _im._nDCG(cutoff=Any(), dcg=Choices("log2", "exp-log2"), gains=Any(), judged_only=Any()),
+        _im._Success(cutoff=Any(), rel=Any(), judged_only=Any()),
+        _im._Rprec(rel=Any(), judged_only=Any()),
         _im._NumQ(),
         _im._NumRel(rel=Any()),
         _im._NumRet(rel=Any()),
@@ -287,6 +307,15 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         _im._NRBP(alpha=Any(), beta=Any(), rel=Any()),
         _im._P_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
         _im._StRecall(cutoff=Any(), rel=Any()),
+        _im._RBP(cutoff=Any(), p=Any(), rel=Any()),
+        _im._BPM(cutoff=Any(required=True), T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INST(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INSQ(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._SDCG(cutoff=Any(required=True), dcg=Choices("log2"), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR8(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR9(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR10(p=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR11(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -301,9 +330,10 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         if unsupported:
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
-                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
-                "(judged_only on P, AP, RR, nDCG; no gains); diversity: alpha_nDCG@k, ERR_IA@k, "
-                "NRBP, P_IA@k, StRecall@k (with a cutoff, except NRBP)"
+                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR, RBP, "
+                "BPM, INST, INSQ, SDCG, NERR8, NERR9, NERR10, NERR11 (judged_only on P, R, AP, RR, "
+                "nDCG, Success, Rprec); diversity: alpha_nDCG@k, ERR_IA@k, NRBP, P_IA@k, StRecall@k "
+                "(with a cutoff, except NRBP)"
             )
         diversity = [m.NAME in _DIVERSITY for m in measures]
         if any(diversity):

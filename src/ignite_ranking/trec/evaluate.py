@@ -261,8 +261,9 @@ def evaluate(
     whole = max(max_len, max_rel, max_ideal, 1)  # covers every ranking and every ideal ranking
 
     def key_of(m: Measure) -> tuple:
-        """(family, level, gain rule, judged only, p): the measures scored together."""
-        return (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m), m.judged_only, m.p)
+        """(family, level, gain rule, judged only, p, params): the measures scored together."""
+        level = relevance_level if m.rel is None else m.rel
+        return (m.family, level, _gain_rule(m), m.judged_only, m.p, m.params)
 
     # key -> ascending cutoffs
     groups: dict[tuple, list[int]] = {}
@@ -293,7 +294,7 @@ def evaluate(
             condensed=condensed,
             max_grade=torch.from_numpy(max_grade[qs]),
         )
-        results = {key: family_values(batch, *key, ks) for key, ks in groups.items()}
+        results = {key: family_values(batch, *key[:5], ks, key[5]) for key, ks in groups.items()}
         block = np.empty((len(qs), len(measures)), dtype=np.float64)
         for column, m in enumerate(measures):
             key = key_of(m)
