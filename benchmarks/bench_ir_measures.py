@@ -10,11 +10,13 @@ Generates (seeded) qrels and a run of QUERIES x DOCS documents and times what a 
   ``ir_measures.read_trec_qrels`` / ``read_trec_run`` (it takes no paths), so its time includes
   ir_measures' parsing, as a user's would.
 
-Two more rows show where the time goes: ``ours: inputs`` converts the qrels and run to our
-columns only (the rest of ours is the evaluation), and, for dicts and the default measures,
-``pytrec_eval alone`` calls pytrec_eval's ``RelevanceEvaluator`` directly, without ir_measures
-around it. Every row gives the median wall-clock time and the median CPU time of this process
-(all threads): on a shared machine the CPU time moves less with the load than the wall time.
+More rows show where the time goes: ``ours: inputs`` converts the qrels and run to our
+columns only (the rest of ours is the evaluation); for dicts, ``ir_measures default`` is
+``ir_measures.calc_aggregate`` (its default pipeline, which hands these measures to
+pytrec_eval) and, for the default measures, ``pytrec_eval alone`` calls pytrec_eval's
+``RelevanceEvaluator`` directly, without ir_measures around it. Every row gives the median
+wall-clock time and the median CPU time of this process (all threads): on a shared machine the
+CPU time moves less with the load than the wall time.
 The load average (``/proc/loadavg``) is printed before and after each form.
 
 Both providers are warmed up on a tiny input first. Checks that both give the same values (our
@@ -157,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 "pytrec_eval": case("pytrec_eval", ir_measures.pytrec_eval, make_qrels, make_run),
             }
+            if form == "dicts":
+                cases["  ir_measures default"] = lambda: ir_measures.calc_aggregate(measures, qrels, run)
             if form == "dicts" and args.measures == MEASURES:
                 cases["  pytrec_eval alone"] = lambda: pytrec_eval.RelevanceEvaluator(
                     qrels, PYTREC_EVAL_NAMES
@@ -171,15 +175,22 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = statistics.median(c for _, c in timing)
                 listed = " ".join(f"{w:.2f}/{c:.2f}" for w, c in timing)
                 print(f"{name:22}{wall:10.2f}{cpu:8.2f}{wall / base:9.1f}   {listed}")
-            theirs = statistics.median(w for w, _ in runs["pytrec_eval"])
-            summary.append((form, base, theirs))
+            medians = [
+                (statistics.median(w for w, _ in runs[n]), statistics.median(c for _, c in runs[n]))
+                for n in ("ignite_ranking", "pytrec_eval")
+            ]
+            summary.append((form, *medians))
             for m in measures:
                 a, b = values["ignite_ranking"][m], values["pytrec_eval"][m]
                 assert abs(a - b) <= 1e-9 * max(1.0, abs(b)), (form, str(m), a, b)
             print("values equal:", ", ".join(f"{m}={values['pytrec_eval'][m]:.6f}" for m in measures))
-    print(f"\n{'form':12}{'ignite_ranking s':>18}{'pytrec_eval s':>15}{'pytrec_eval / ours':>20}")
-    for form, mine, theirs in summary:
-        print(f"{form:12}{mine:18.2f}{theirs:15.2f}{theirs / mine:19.1f}x")
+    header = f"{'ours s (cpu)':>16}{'pytrec_eval s (cpu)':>22}{'pytrec_eval / ours: wall (cpu)':>33}"
+    print(f"\n{'form':12}{header}")
+    for form, (mine, mine_cpu), (theirs, theirs_cpu) in summary:
+        print(
+            f"{form:12}{mine:9.2f} ({mine_cpu:4.2f}){theirs:15.2f} ({theirs_cpu:4.2f})"
+            f"{theirs / mine:25.1f}x ({theirs_cpu / mine_cpu:.1f}x)"
+        )
     return 0
 
 
