@@ -6,8 +6,8 @@ one fixed-width bytes array and the values as ``float64``, built with as little 
 entry as possible:
 
 - a dict of dicts is walked by C iterators only (``chain``, ``map``), with no Python code per
-  entry: its document ids into one list, its values straight into numpy, and its query codes
-  repeat each query's index by its number of entries;
+  entry and no list of its entries: its document ids and values go straight into numpy, and its
+  query codes repeat each query's index by its number of entries;
 - document ids become a bytes array as the readers make them. ASCII ``str`` ids are copied by
   numpy in C (one pass for the width, one for the copy). Other ids are joined into one
   newline-separated UTF-8 string (one ``str.join`` and one ``encode`` in C) and cut back into
@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from itertools import chain
 from operator import methodcaller
 
@@ -37,10 +37,10 @@ __all__ = ["FIELDS", "columns", "doc_ids"]
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
 
 
-def doc_ids(ids: list) -> np.ndarray:
+def doc_ids(ids: Collection) -> np.ndarray:
     """Document ids as the readers' fixed-width bytes array: ``str`` ids in UTF-8, ``bytes`` ids as
     they are when every id is ASCII ``str`` or ``bytes``, other ids through ``str()``."""
-    if not ids:
+    if not len(ids):
         return np.zeros(0, dtype="S1")
     try:  # ASCII str (and bytes) ids: numpy copies them in C, without a bytes object per id
         width = max(max(map(len, ids)), 1)
@@ -61,12 +61,25 @@ def doc_ids(ids: list) -> np.ndarray:
     return _as_bytes(_gather(buffer, size, starts, ends))
 
 
-def _joined(ids: list) -> bytes:
+def _joined(ids: Iterable) -> bytes:
     """The ids joined by newlines, in UTF-8; ids that are not ``str`` go through ``str()``."""
     try:
         return "\n".join(ids).encode("utf-8")
     except TypeError:  # not all str
         return "\n".join(map(str, ids)).encode("utf-8")
+
+
+class _Chained:
+    """The entries of several collections as one collection, without copying them into a list."""
+
+    def __init__(self, parts: list, count: int) -> None:
+        self.parts, self.count = parts, count
+
+    def __iter__(self) -> Iterator:
+        return chain.from_iterable(self.parts)
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def _dict_columns(data: Mapping, name: str):
@@ -79,7 +92,7 @@ def _dict_columns(data: Mapping, name: str):
         )
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
-    docs = doc_ids(list(chain.from_iterable(queries)))
+    docs = doc_ids(_Chained(queries, total))
     values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
     codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
     return [str(q) for q in data], codes, docs, values
