@@ -39,9 +39,8 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from itertools import chain
 from typing import ClassVar
 
 import numpy as np
@@ -57,6 +56,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
+from .trec.columns import columns
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -139,55 +139,13 @@ def _to_measure(measure) -> Measure | DiversityMeasure:
     )
 
 
-def _as_bytes(make_ids: Callable[[], Iterable], count: int) -> np.ndarray:
-    """Document ids (from a fresh iterable each call) as a numpy bytes array, UTF-8."""
-    try:
-        width = max(max(map(len, make_ids()), default=1), 1)
-        # ASCII str ids: numpy encodes them in C, and fromiter skips the list (2x np.array's speed)
-        return np.fromiter(make_ids(), dtype=f"S{width}", count=count)
-    except (UnicodeEncodeError, TypeError, ValueError):
-        return np.array([str(d).encode("utf-8") for d in make_ids()], dtype="S")
-
-
-def _columns(data, fields: tuple[str, str, str]):
-    """``(qids, qid codes, doc ids, values)`` of a dict of dicts, DataFrame or namedtuple iterable."""
-    if isinstance(data, dict):
-        qids = list(data)
-        counts = np.fromiter(map(len, data.values()), dtype=np.int64, count=len(qids))
-        total = int(counts.sum())
-        docs = _as_bytes(lambda: chain.from_iterable(data.values()), total)
-        values = np.fromiter(
-            chain.from_iterable(entries.values() for entries in data.values()), dtype=np.float64, count=total
-        )
-        codes = np.repeat(np.arange(len(qids), dtype=np.int32), counts)
-        return [str(q) for q in qids], codes, docs, values
-    if hasattr(data, "itertuples") and hasattr(data, "columns"):  # pandas DataFrame
-        import pandas as pd
-
-        missing = [f for f in fields if f not in data.columns]
-        if missing:
-            raise ValueError(f"the DataFrame lacks the columns {missing}; it has {list(data.columns)}")
-        codes, uniques = pd.factorize(data[fields[0]])
-        ids = data[fields[1]].tolist()
-        docs = _as_bytes(lambda: ids, len(ids))
-        return [str(q) for q in uniques], codes.astype(np.int32), docs, data[fields[2]].to_numpy(np.float64)
-    index: dict = {}
-    codes, ids, values = [], [], []
-    for row in data:
-        codes.append(index.setdefault(getattr(row, fields[0]), len(index)))
-        ids.append(getattr(row, fields[1]))
-        values.append(getattr(row, fields[2]))
-    docs = _as_bytes(lambda: ids, len(ids))
-    return [str(q) for q in index], np.asarray(codes, dtype=np.int32), docs, np.asarray(values, np.float64)
-
-
 def as_qrels(qrels) -> Qrels:
     """:class:`~ignite_ranking.trec.Qrels` of a path, dict of dicts, DataFrame or namedtuples."""
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, os.PathLike)):
         return read_qrels(qrels)
-    qids, codes, docs, rel = _columns(qrels, ("query_id", "doc_id", "relevance"))
+    qids, codes, docs, rel = columns(qrels, "qrels")
     if rel.size and not np.all(rel == np.round(rel)):
         raise ValueError("qrels: relevance must be integers")
     return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64))
@@ -226,10 +184,22 @@ def as_run(run) -> Run:
         return run
     if isinstance(run, (str, os.PathLike)):
         return read_run(run)
-    qids, codes, docs, score = _columns(run, ("query_id", "doc_id", "score"))
+    qids, codes, docs, score = columns(run, "run")
     if np.isnan(score).any():
         raise ValueError("run: scores must be numbers, got NaN")
     return Run(qids=qids, qid=codes, docno=docs, score=score)
+
+
+def _judged_queries(qrels: Qrels) -> Qrels:
+    """The qrels without their queries that have no judgement (an empty dict in a dict of dicts):
+    pytrec_eval does not evaluate them, and ir_measures counts them as unanswered."""
+    counts = np.bincount(qrels.qid, minlength=len(qrels.qids))
+    if counts.all():
+        return qrels
+    keep = counts > 0
+    code = (np.cumsum(keep) - 1).astype(np.int32)
+    qids = [q for q, k in zip(qrels.qids, keep.tolist(), strict=True) if k]
+    return replace(qrels, qids=qids, qid=code[qrels.qid])
 
 
 class _Evaluator(ir_measures.providers.Evaluator):
@@ -237,16 +207,28 @@ class _Evaluator(ir_measures.providers.Evaluator):
         super().__init__(measures, set(qrels.qids))
         self._measures = list(measures)
         self._ours = [_to_measure(m) for m in self._measures]
-        self._qrels = qrels
+        self._qrels = _judged_queries(qrels)
         self._score_precision = score_precision
 
-    def _values(self, run) -> tuple[list[str], list[list[float]]]:
-        """The evaluated queries (those of the qrels the run answers) and their rows of values."""
+    def _values(self, run) -> tuple[list[str], np.ndarray]:
+        """The evaluated queries (those of the qrels the run lists) and their rows of values.
+
+        A query the run lists without documents (an empty dict) counts as ``trec_eval -c`` counts
+        a query without results: NumQ 1, NumRel R, every other measure 0. The qrels queries the
+        run does not list are left to :meth:`_unanswered`.
+        """
         run = as_run(run)
-        if not set(run.qids) & set(self._qrels.qids):
-            return [], []
-        result = evaluate(self._qrels, run, self._ours, score_precision=self._score_precision)
-        return result.queries, result.values.tolist()
+        listed = set(run.qids)
+        if not listed & set(self._qrels.qids):
+            return [], np.zeros((0, len(self._measures)))
+        result = evaluate(
+            self._qrels, run, self._ours, score_precision=self._score_precision, missing_as_zero=True
+        )
+        queries, values = result.queries, result.values
+        kept = [i for i, q in enumerate(queries) if q in listed]
+        if len(kept) < len(queries):
+            queries, values = [queries[i] for i in kept], values[kept]
+        return queries, values
 
     def _unanswered(self, queries: list[str]) -> list[str]:
         answered = set(queries)
@@ -256,8 +238,8 @@ class _Evaluator(ir_measures.providers.Evaluator):
     # run does not answer count with measure.DEFAULT, in its order), without its per-value hashing
     # of measures, which took longer than the evaluation on large runs.
     def iter_calc(self, run) -> Iterator[Metric]:
-        queries, rows = self._values(run)
-        for qid, row in zip(queries, rows, strict=True):
+        queries, values = self._values(run)
+        for qid, row in zip(queries, values.tolist(), strict=True):
             for measure, value in zip(self._measures, row, strict=True):
                 yield Metric(query_id=qid, measure=measure, value=value)
         unanswered = self._unanswered(queries)
@@ -266,7 +248,8 @@ class _Evaluator(ir_measures.providers.Evaluator):
                 yield Metric(query_id=qid, measure=measure, value=measure.DEFAULT)
 
     def calc_aggregate(self, run) -> dict:
-        queries, rows = self._values(run)
+        queries, values = self._values(run)
+        rows = values.tolist()
         unanswered = len(self._unanswered(queries))
         results = {}
         for column, measure in enumerate(self._measures):
