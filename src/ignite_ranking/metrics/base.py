@@ -453,9 +453,11 @@ class RankingMetric(Metric):
         """Under ``empty_target_action="error"``, raises ``ValueError`` for a batch with a query
         that :meth:`counted` rejects, naming it: by its id (``flat_query_ids``, the flat form's
         ``indexes`` of each ranked row), else by its row in the batch. Changes nothing."""
-        if self.empty_target_action != "error":
-            return
-        empty = ~self.counted(ranked)
+        if self.empty_target_action == "error":
+            self.refuse_empty_rows(~self.counted(ranked), flat_query_ids)
+
+    def refuse_empty_rows(self, empty: torch.Tensor, flat_query_ids: torch.Tensor | None) -> None:
+        """:meth:`refuse_empty` for a ``(batch,)`` mask of the rejected rows."""
         if not bool(empty.any()):
             return
         row = int(empty.nonzero()[0, 0])
@@ -475,8 +477,15 @@ class RankingMetric(Metric):
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid, and
         :meth:`refuse_empty` has passed it)."""
         values = self.score(condense(ranked) if self.judged_only else ranked)
+        counted = self.counted(ranked) if self.empty_target_action in ("skip", "pos") else None
+        self.add_values(values, counted, query_ids)
+
+    def add_values(
+        self, values: torch.Tensor, counted: torch.Tensor | None, query_ids: torch.Tensor | None = None
+    ) -> None:
+        """Adds ``(batch, num_values)`` per-query values to the sums; ``counted`` (the rows that
+        :meth:`counted` accepts) is needed under ``empty_target_action`` "skip" and "pos"."""
         action = self.empty_target_action
-        counted = self.counted(ranked) if action in ("skip", "pos") else None
         if action == "pos":
             values = torch.where(counted[:, None], values, torch.ones_like(values))
         elif action == "skip" and not self.zero_without_hits:

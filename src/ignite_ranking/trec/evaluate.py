@@ -58,9 +58,10 @@ import torch
 from ..kernels import TIE_POLICIES
 from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
+from .diversity import evaluate_diversity, is_diversity_measure
 from .extra_measures import EXTRA_FAMILIES, MIN_GEO_MEAN, relstrings
 from .gains import GainRule, ideal_matrix
-from .io import DuplicateEntryError, Qrels, Run
+from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
 from .retrieved import RunQueries, trec_ranked
 from .scores import Batch, family_values, label_lists
@@ -200,10 +201,26 @@ def evaluate(
             too small to repay OpenMP's synchronisation: on a busy 2-core machine, torch's
             default of two threads made evaluation twice as slow.
 
+    Diversity measures (``alpha_nDCG@20``, ``ERR_IA@20``, ``NRBP``, ``P_IA@20``, ``StRecall@20``)
+    on :class:`~ignite_ranking.trec.io.DiversityQrels` go to
+    :func:`~ignite_ranking.trec.diversity.evaluate_diversity` (ndeval's rules).
+
     Raises:
         ValueError: an unknown measure, tie policy or precision, duplicates, or no query to
             evaluate.
     """
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if isinstance(qrels, DiversityQrels) or any(map(is_diversity_measure, names)):
+        if ties != "trec" or judged_only is not False:
+            raise ValueError("diversity measures take ties='trec' (ndeval's order) and no judged_only")
+        return evaluate_diversity(
+            qrels,
+            run,
+            names,
+            relevance_level=relevance_level,
+            score_precision=score_precision,
+            missing_as_zero=missing_as_zero,
+        )
     asked = parse_measures(metrics)
     _check_options(relevance_level, ties, score_precision)
     if not isinstance(judged_only, bool):
@@ -264,7 +281,9 @@ def evaluate(
 
     # Evaluated queries, in order of first appearance in the run (run.qids' order).
     evaluated = run_to_qrels[run_to_qrels >= 0]
-    evaluated = np.concatenate((evaluated[count[evaluated] > 0], missing))
+    answered = count > 0
+    answered[missing] = False  # ranked the placeholder alone: listed last, once
+    evaluated = np.concatenate((evaluated[answered[evaluated]], missing))
     if evaluated.size == 0 and not missing_as_zero:
         raise ValueError("no query of the run is in the qrels; nothing to evaluate")
 

@@ -4,6 +4,7 @@ The binary measures (P, recall, map, recip_rank, success, Rprec, num_rel_ret) ar
 scorers on a batch ranked at their relevance level, with R (``num_relevant``) taken from the
 qrels; NDCG is computed here because its gains follow trec_eval's rules
 (:mod:`ignite_ranking.trec.gains`), not the kernel's.
+cwl_eval's C/W/L measures (BPM, INST, INSQ, SDCG, NERR8-11) are :mod:`ignite_ranking.trec.cwl`'s.
 The persistence and judgement measures (rbp, rbp_resid, bpref, ERR, nERR, Judged) are the
 kernel's :mod:`~ignite_ranking.kernels.persistence` and :mod:`~ignite_ranking.kernels.judged`
 scorers on the same batch, whose ``judged`` flags say which ranked documents the qrels judge
@@ -20,9 +21,11 @@ import numpy as np
 import torch
 
 from ..kernels import RankedBatch, judged, persistence, scoring
+from .cwl import cwl_values
 from .extra_measures import EXTRA_FAMILIES, Lists, extra_values
 from .gains import GainRule
 from .judgements import PADDING
+from .measures import CWL_FAMILIES
 
 __all__ = ["Batch", "family_values", "label_lists"]
 
@@ -133,6 +136,11 @@ def family_values(
     elif family == "rbp":
         assert p is not None
         values = persistence.rank_biased_precision(ranked, cutoffs, p, _rbp_gains(ranked, batch.max_grade))
+    elif family == "rbp_rel":  # binary gains: relevant at the measure's level
+        assert p is not None
+        values = persistence.rank_biased_precision(ranked, cutoffs, p)
+    elif family in CWL_FAMILIES:
+        values = cwl_values(ranked, family, cutoffs, p, params)
     elif family == "rbp_resid":
         assert p is not None
         values = persistence.rbp_residual(ranked, cutoffs, p)
