@@ -64,8 +64,9 @@ def test_python_dash_m(files):
     assert json.loads(done.stdout)["metrics"]["P@2"] == pytest.approx(0.5)
 
 
-def test_per_query_in_run_order(tmp_path, capsys):
-    # The qrels list the queries in another order than the run, which interleaves them.
+def test_per_query_order(tmp_path, capsys):
+    # The qrels list the queries in another order than the run, which interleaves them: JSON keeps
+    # the run's order, the table trec_eval's (query ids in strcmp order, as it sorts the qrels).
     (tmp_path / "qrels").write_text("q1 0 a 1\nq2 0 a 1\nq10 0 a 1\n")
     (tmp_path / "run").write_text("q10 Q0 a 1 1.0 t\nq2 Q0 a 1 1.0 t\nq10 Q0 b 2 0.5 t\nq1 Q0 a 1 1.0 t\n")
     assert (
@@ -74,7 +75,7 @@ def test_per_query_in_run_order(tmp_path, capsys):
     assert list(json.loads(capsys.readouterr().out)["per_query"]) == ["q10", "q2", "q1"]
     assert main(["evaluate", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "P@1", "-q"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert [row.split("\t")[1] for row in rows if row.split("\t")[1] != "all"] == ["q10", "q2", "q1"]
+    assert [row.split("\t")[1] for row in rows if row.split("\t")[1] != "all"] == ["q1", "q10", "q2"]
 
 
 # ----------------------------------------------------------------------------- what stderr says

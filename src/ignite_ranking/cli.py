@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         action="extend",
         metavar="MEASURE",
         help="measures, see below; -m may be repeated (-m P.5,10 -m map); default: official, "
-        "trec_eval's default set (the measures of it that are supported)",
+        "trec_eval's default set",
     )
     ev.add_argument(
         "--ties",
@@ -84,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
         "-q",
         "--per-query",
         action="store_true",
-        help="also print each query's values, in order of first appearance in the run",
+        help="also print each query's values, queries in trec_eval's order (query ids sorted as "
+        "strcmp sorts them)",
     )
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
@@ -174,27 +176,58 @@ def _evaluate(args: argparse.Namespace) -> int:
         num_threads=args.threads,
     )
     if args.json:
-        payload: dict = {"num_queries": result.num_queries, "metrics": result.means}
+        payload: dict = {"num_queries": result.num_queries, "metrics": dict(result.means)}
+        if "runid" in result.texts:
+            payload["metrics"]["runid"] = run.tag
         if args.per_query:
             payload["per_query"] = result.per_query()
+            for name, strings in result.texts.items():
+                for qid, text in zip(result.queries, strings, strict=True):
+                    payload["per_query"][qid][name] = text
         json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    # trec_eval's layout: the name padded to 22 characters, counts as integers, the rest to 4 places
-    width = 22
-    counts = [m.is_count for m in result.measures]
-
-    def cell(value: float, is_count: bool) -> str:
-        return f"{value:.0f}" if is_count else f"{value:.4f}"
-
-    if args.per_query:
-        for qid, row in zip(result.queries, result.values, strict=True):
-            for name, value, is_count in zip(result.metrics, row, counts, strict=True):
-                if name != "num_q":  # trec_eval prints num_q for "all" only
-                    print(f"{name:<{width}}\t{qid}\t{cell(value, is_count)}")
-    for (name, value), is_count in zip(result.means.items(), counts, strict=True):
-        print(f"{name:<{width}}\tall\t{cell(value, is_count)}")
+    print("\n".join(_trec_lines(result, run.tag, args.per_query)))
     return 0
+
+
+# trec_eval prints these in the summary only (num_q, the geometric means, the run tag) or per
+# query only (relstring)
+_SUMMARY_ONLY = ("num_q", "gm_map", "gm_bpref", "runid")
+_QUERY_ONLY = ("relstring",)
+
+
+def _cell(value: float, measure) -> str:
+    """A value as trec_eval prints it: counts as integers, the rest ``%6.4f`` (NaN as ``-nan``)."""
+    if measure.is_count:
+        return f"{value:.0f}"
+    return f"{'-nan':>6}" if math.isnan(value) else f"{value:6.4f}"
+
+
+def _trec_lines(result, tag: str, per_query: bool) -> list[str]:
+    """trec_eval's layout: the name padded to 22 characters, the query (``all`` for the summary),
+    the value; with -q each query's lines first, queries in trec_eval's (``strcmp``) order."""
+    columns = {name: column for column, name in enumerate(result.metrics)}
+    lines = []
+
+    def line(name: str, qid: str, text: str) -> None:
+        lines.append(f"{name:<22}\t{qid}\t{text}")
+
+    if per_query:
+        order = sorted(range(result.num_queries), key=lambda i: result.queries[i].encode())
+        for i in order:
+            for m in result.measures:
+                if m.family in _SUMMARY_ONLY:
+                    continue
+                if m.is_text:
+                    line(m.name, result.queries[i], f"'{result.texts[m.name][i]}'")
+                else:
+                    line(m.name, result.queries[i], _cell(result.values[i, columns[m.name]], m))
+    for m in result.measures:
+        if m.family in _QUERY_ONLY:
+            continue
+        line(m.name, "all", tag if m.is_text else _cell(result.means[m.name], m))
+    return lines
 
 
 def _add_compare_parser(commands) -> None:

@@ -7,8 +7,10 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, ``RBP``, with ``rel=`` where ir_measures has it, ``judged_only=True``
-  on P, R, AP, RR, nDCG, Success and Rprec, ``nDCG(gains={...})`` and ``nDCG(dcg='exp-log2')``,
+  ``Judged@k``, ``ERR@k``, ``RBP``, ``SetP`` (also ``relative=True``), ``SetR``, ``SetF``
+  (``beta=``), ``SetAP``, ``IPrec@recall``, ``infAP``, with ``rel=`` where ir_measures has it,
+  ``judged_only=True`` on P, R, AP, RR, nDCG, Success, Rprec, SetP, SetF, SetAP and IPrec,
+  ``nDCG(gains={...})`` and ``nDCG(dcg='exp-log2')``,
   cwl_eval's C/W/L measures ``BPM``, ``INST``, ``INSQ``, ``SDCG``, ``NERR8``-``NERR11``
   (:mod:`ignite_ranking.trec.cwl`; the same values as ``ir_measures.cwl_eval``, whose run order
   keeps tied documents in input order), and the diversity measures ``alpha_nDCG@k``,
@@ -78,6 +80,12 @@ _FAMILIES = {
     "Bpref": "bpref",
     "Judged": "judged",
     "ERR": "err",
+    "SetP": "set_P",
+    "SetR": "set_recall",
+    "SetF": "set_F",
+    "SetAP": "set_map",
+    "IPrec": "iprec_at_recall",
+    "infAP": "infAP",
 }
 
 
@@ -130,12 +138,21 @@ def _to_measure(measure) -> Measure | DiversityMeasure:
         rel = 1  # ir_measures' default
     if family == "num_ret" and rel is not _NOT_PROVIDED:
         family = "num_rel_ret"
+    if family == "set_P" and params.get("relative", False) is True:
+        family = "set_relative_P"
+    extra = ()  # SetF's beta (ir_measures' default 1), IPrec's recall point
+    if family == "set_F":
+        beta = params.get("beta", _NOT_PROVIDED)
+        extra = (1.0 if beta is _NOT_PROVIDED else float(beta),)
+    elif family == "iprec_at_recall":
+        extra = (float(params["recall"]),)
     return Measure(
         name=str(measure),
         family=family,
         k=None if cutoff is _NOT_PROVIDED else int(cutoff),
         rel=None if rel is _NOT_PROVIDED else int(rel),
         judged_only=judged_only is not _NOT_PROVIDED and bool(judged_only),
+        params=extra,
     )
 
 
@@ -285,6 +302,12 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         _im._Bpref(rel=Any()),
         _im._Judged(cutoff=Any()),
         _im._ERR(cutoff=Any()),
+        _im._SetP(rel=Any(), relative=Any(), judged_only=Any()),
+        _im._SetR(rel=Any()),
+        _im._SetF(rel=Any(), beta=Any(), judged_only=Any()),
+        _im._SetAP(rel=Any(), judged_only=Any()),
+        _im._IPrec(recall=Any(), rel=Any(), judged_only=Any()),
+        _im._infAP(rel=Any()),
         _im._alpha_nDCG(cutoff=Any(), alpha=Any(), rel=Any(), judged_only=Choices(False)),
         _im._ERR_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
         _im._NRBP(alpha=Any(), beta=Any(), rel=Any()),
@@ -316,7 +339,8 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
                 "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR, RBP, "
                 "BPM, INST, INSQ, SDCG, NERR8, NERR9, NERR10, NERR11 (judged_only on P, R, AP, RR, "
                 "nDCG, Success, Rprec); diversity: alpha_nDCG@k, ERR_IA@k, NRBP, P_IA@k, StRecall@k "
-                "(with a cutoff, except NRBP)"
+                "(with a cutoff, except NRBP); trec_eval's SetP, SetR, SetF, SetAP, IPrec, infAP "
+                "(judged_only on SetP, SetF, SetAP, IPrec)"
             )
         diversity = [m.NAME in _DIVERSITY for m in measures]
         if any(diversity):

@@ -23,11 +23,16 @@ thousand queries become :class:`~ignite_ranking.Retrieved` batches
 Query set (as trec_eval): queries of the run that are not in the qrels are skipped; queries of
 the qrels with no relevant document that the run answers are evaluated (every measure 0) and
 count in the mean; qrels queries missing from the run are left out (as trec_eval 9 does;
-trec_eval 10.0-rc3 stops with an error there), or count as 0 with ``missing_as_zero=True``
-(``trec_eval -c``). A document twice in one query of the run, or one judgement twice in the
-qrels, is an error, as in trec_eval; for files read from disk it names the file and the line
-of the second occurrence (``run.txt:1042: document 'd7' appears twice for query '3' (first at
-line 17)``).
+trec_eval 10.0-rc3 stops with an error there), or count with ``missing_as_zero=True``
+(``trec_eval -c``), scored as trec_eval scores them: on a ranking of one document outside the
+pool, then with ``num_ret``, ``unj`` and the parameter-free ``utility``, ``rbp_resid`` and
+``relstring`` emptied. That is 0 for every measure but ``num_rel`` (and ``num_q``), except
+``rbp_resid_p=...`` (1), ``utility_P1,P2,P3,P4`` (``P2 + P3*R - P4*(1 + R)``), ``relstring_N``
+(``-``), and under ``judged_only`` (where the list is empty) ``iprec_at_recall`` at recall
+points rounding to 0 relevant documents and ``11pt_avg`` (NaN). A document twice in one query of
+the run, or one judgement twice in the qrels, is an error, as in trec_eval; for files read from
+disk it names the file and the line of the second occurrence (``run.txt:1042: document 'd7'
+appears twice for query '3' (first at line 17)``).
 
 Example:
     >>> import numpy as np
@@ -54,11 +59,12 @@ from ..kernels import TIE_POLICIES
 from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
 from .diversity import evaluate_diversity, is_diversity_measure
+from .extra_measures import EXTRA_FAMILIES, MIN_GEO_MEAN, relstrings
 from .gains import GainRule, ideal_matrix
 from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
 from .retrieved import RunQueries, trec_ranked
-from .scores import Batch, family_values
+from .scores import Batch, family_values, label_lists
 
 __all__ = ["SCORE_PRECISIONS", "EvaluationResult", "evaluate", "tie_policies"]
 
@@ -77,12 +83,16 @@ class EvaluationResult:
 
     Attributes:
         means: measure name -> summary over the evaluated queries: the mean, or for counts
-            (``num_q``, ``num_rel``... see :attr:`Measure.is_count`) the sum, as trec_eval.
+            (``num_q``, ``num_rel``... see :attr:`Measure.is_count`) the sum, or for ``gm_map``
+            and ``gm_bpref`` the geometric mean of the values floored at 1e-5, as trec_eval.
         queries: the evaluated query ids, in the order of ``values``' rows: order of first
             appearance in the run, then (``missing_as_zero``) the qrels queries it lacks.
         values: ``(len(queries), len(metrics))`` float64 per-query values.
-        metrics: the measure names, in the order of ``values``' columns.
-        measures: the parsed measures, in the same order.
+        metrics: the measure names, in the order of ``values``' columns: every measure asked
+            for but those whose value is a string (:attr:`Measure.is_text`).
+        measures: every parsed measure, in the order asked for (also the string-valued ones).
+        texts: measure name -> per-query strings (in ``queries``' order) of the string-valued
+            measures: ``relstring``'s grades, ``runid``'s run tag.
     """
 
     means: dict[str, float]
@@ -90,6 +100,7 @@ class EvaluationResult:
     values: np.ndarray
     metrics: list[str]
     measures: list[Measure] = field(default_factory=list)
+    texts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def num_queries(self) -> int:
@@ -129,7 +140,7 @@ def _gain_rule(measure: Measure) -> GainRule | None:
         return GainRule("exp")
     if measure.family == "nerr":  # its ideal order: the judged grades, best first
         return GainRule()
-    if measure.family == "ndcg":
+    if measure.family in ("ndcg", "G", "ndcg_rel", "Rndcg"):
         return GainRule("custom", measure.gains) if measure.gains else GainRule()
     return None
 
@@ -210,16 +221,24 @@ def evaluate(
             score_precision=score_precision,
             missing_as_zero=missing_as_zero,
         )
-    measures = parse_measures(metrics)
+    asked = parse_measures(metrics)
     _check_options(relevance_level, ties, score_precision)
     if not isinstance(judged_only, bool):
         raise TypeError(f"judged_only must be a bool, got {type(judged_only).__name__}")
     if judged_only:
-        measures = [replace(m, judged_only=True) for m in measures]
-    condensing = any(m.judged_only for m in measures)
+        asked = [replace(m, judged_only=True) for m in asked]
+    texts = [m for m in asked if m.is_text]
+    measures = [m for m in asked if not m.is_text]
+    condensing = any(m.judged_only for m in asked)
     if condensing and ties == "average":
         raise ValueError(
             "judged-only measures are not defined under ties='average'; use 'trec', 'first' or 'last'"
+        )
+    listed = [m.name for m in asked if m.family in EXTRA_FAMILIES or m.family == "relstring"]
+    if listed and ties not in ("trec", "first", "last"):
+        raise ValueError(
+            f"measures {listed} need one order of the documents; use ties 'trec', 'first' or "
+            f"'last', got {ties!r}"
         )
     for m in measures:
         if m.rel is not None and m.rel < 0:
@@ -232,11 +251,22 @@ def evaluate(
     mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
     keep = mapped >= 0
     rows = slice(None) if keep.all() else np.flatnonzero(keep)
+    num_q = len(qrels.qids)
+    qid, docno, score = mapped[rows], run.docno[rows], run.score[rows]
+    missing = np.zeros(0, dtype=np.int64)
+    if missing_as_zero:  # trec_eval -c ranks one document outside the pool for each (see below)
+        answered = np.zeros(num_q, dtype=bool)
+        answered[qid] = True
+        missing = np.flatnonzero(~answered)
+    if missing.size:  # an empty docno: in no qrels (trec_eval's is "ceci_nest_pas_un_docno")
+        qid = np.concatenate((qid, missing))
+        docno = np.concatenate((docno, np.zeros(len(missing), dtype=docno.dtype)))
+        score = np.concatenate((score, np.ones(len(missing))))
     with _located(qrels, run):
-        queries = RunQueries.group(qrels, mapped[rows], run.docno[rows], run.score[rows], score_precision)
-    num_q, count = len(qrels.qids), queries.count
+        queries = RunQueries.group(qrels, qid, docno, score, score_precision)
+    count = queries.count
 
-    levels = sorted({relevance_level if m.rel is None else m.rel for m in measures})
+    levels = sorted({relevance_level if m.rel is None else m.rel for m in asked})
     num_relevant = {
         level: np.bincount(qrels.qid, weights=qrels.rel >= level, minlength=num_q) for level in levels
     }
@@ -251,7 +281,9 @@ def evaluate(
 
     # Evaluated queries, in order of first appearance in the run (run.qids' order).
     evaluated = run_to_qrels[run_to_qrels >= 0]
-    evaluated = evaluated[count[evaluated] > 0]
+    answered = count > 0
+    answered[missing] = False  # ranked the placeholder alone: listed last, once
+    evaluated = np.concatenate((evaluated[answered[evaluated]], missing))
     if evaluated.size == 0 and not missing_as_zero:
         raise ValueError("no query of the run is in the qrels; nothing to evaluate")
 
@@ -272,12 +304,14 @@ def evaluate(
     groups = {key: sorted(set(ks)) for key, ks in groups.items()}
     ranked_families = [key for key in groups if key[0] not in ("num_q", "num_ret", "num_rel")]
     # A judged-only list needs every retrieved document: its top k may come from any depth.
-    whole_ranking = any(key[0] == "num_rel_ret" for key in groups) or condensing
+    # relstring reads its lists through label_lists, which wants every retrieved document
+    whole_ranking = any(key[0] == "num_rel_ret" for key in groups) or condensing or bool(texts)
     depth = whole if whole_ranking else max((max(groups[key]) for key in ranked_families), default=1)
     needs_r = any(key[0] == "Rprec" for key in groups)
 
-    def score_batch(qs: np.ndarray) -> np.ndarray:
-        """``(len(qs), len(measures))`` values of the queries ``qs`` (qrels indices)."""
+    def score_batch(qs: np.ndarray) -> tuple[np.ndarray, dict[str, list[str]]]:
+        """``(len(qs), len(measures))`` values of the queries ``qs`` (qrels indices), and the
+        strings of the string-valued measures."""
         r_max = max(int(num_relevant[level][qs].max()) for level in levels)
         batch_depth = max(depth, r_max) if needs_r else depth
         retrieved = queries.batch(qs, batch_depth, ties)
@@ -299,7 +333,13 @@ def evaluate(
         for column, m in enumerate(measures):
             key = key_of(m)
             block[:, column] = results[key][:, groups[key].index(m.k if m.k is not None else whole)]
-        return block
+        strings = {}
+        for m in texts:
+            if m.family == "relstring":
+                strings[m.name] = relstrings(label_lists(batch, relevance_level, m.judged_only), m.params[0])
+            else:  # runid
+                strings[m.name] = [run.tag] * len(qs)
+        return block, strings
 
     # Batches are ranked and scored on a thread pool, one thread per core (torch and numpy release
     # the GIL there); a few batches per thread keep the threads evenly loaded.
@@ -307,30 +347,32 @@ def evaluate(
     size = max(1, min(batch_size, -(-len(evaluated) // (4 * workers))))
     batches = [evaluated[b0 : b0 + size] for b0 in range(0, len(evaluated), size)]
     with _located(qrels, run), _torch_threads(num_threads), ThreadPoolExecutor(max_workers=workers) as pool:
-        blocks = pool.map(score_batch, batches)
+        scored = pool.map(score_batch, batches)
         if progress:
             from tqdm import tqdm
 
-            blocks = tqdm(blocks, total=len(batches), desc="evaluating", unit="batch", leave=False)
-        out = np.concatenate([np.zeros((0, len(measures))), *blocks])
+            scored = tqdm(scored, total=len(batches), desc="evaluating", unit="batch", leave=False)
+        scored = list(scored)
+        out = np.concatenate([np.zeros((0, len(measures))), *(block for block, _ in scored)])
 
     queries = [qrels.qids[q] for q in evaluated]
-    if missing_as_zero:
-        missing = np.flatnonzero(count == 0)
-        queries += [qrels.qids[q] for q in missing]
-        rows = np.zeros((len(missing), len(measures)))
+    strings = {m.name: [s for _, texts_of in scored for s in texts_of[m.name]] for m in texts}
+    if missing.size:  # after scoring the placeholder, trec_eval zeroes num_ret and the measures
+        # named exactly utility, relstring, rbp_resid, unj*: with parameters they keep its values
+        placeholder = slice(len(evaluated) - len(missing), None)
         for column, m in enumerate(measures):
-            if m.family == "num_q":
-                rows[:, column] = 1.0
-            elif m.family == "num_rel":
-                rows[:, column] = num_relevant[relevance_level if m.rel is None else m.rel][missing]
-        out = np.concatenate((out, rows))
+            if m.family in ("num_ret", "unj") or m.name in ("utility", "rbp_resid"):
+                out[placeholder, column] = 0.0
+        for m in texts:
+            if m.name == "relstring":
+                strings[m.name][placeholder] = [""] * len(missing)
     return EvaluationResult(
         means=_summaries(measures, out, queries, qrels, missing_as_zero),
         queries=queries,
         values=out,
         metrics=[m.name for m in measures],
-        measures=measures,
+        measures=asked,
+        texts=strings,
     )
 
 
@@ -352,6 +394,9 @@ def _summaries(
             means[m.name] = float(np.count_nonzero(qrels.rel > 0))
         elif m.is_count:
             means[m.name] = float(out[:, column].sum())
+        elif m.family in ("gm_map", "gm_bpref"):  # trec_eval adds the logs in query order
+            logs = np.log(np.maximum(in_order[:, column], MIN_GEO_MEAN))
+            means[m.name] = float(np.exp(np.cumsum(logs)[-1] / len(out))) if len(out) else math.nan
         else:  # cumsum adds sequentially
             means[m.name] = float(np.cumsum(in_order[:, column])[-1] / len(out)) if len(out) else math.nan
     return means

@@ -15,17 +15,19 @@ scorers on the same batch, whose ``judged`` flags say which ranked documents the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from ..kernels import RankedBatch, judged, persistence, scoring
 from .cwl import cwl_values
+from .extra_measures import EXTRA_FAMILIES, Lists, extra_values
 from .gains import GainRule
+from .judgements import PADDING
 from .measures import CWL_FAMILIES
 
-__all__ = ["Batch", "family_values"]
+__all__ = ["Batch", "family_values", "label_lists"]
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Batch:
         ideal: ``(n, width)`` float64 ideal gains per gain rule, best first, 0-padded.
         condensed: ``ranked`` without the unjudged documents, per level (judged-only measures).
         max_grade: ``(n,)`` each query's largest judged grade (RBP's gains are grade / it).
+        lists: :func:`label_lists`' cache, per (level, judged only).
     """
 
     ranked: dict[int, RankedBatch]
@@ -45,6 +48,7 @@ class Batch:
     ideal: dict[GainRule, torch.Tensor]
     condensed: dict[int, RankedBatch]
     max_grade: torch.Tensor
+    lists: dict[tuple[int, bool], Lists] = field(default_factory=dict)
 
 
 def _cumulative(per_rank: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -76,6 +80,19 @@ def _rbp_gains(ranked: RankedBatch, max_grade: torch.Tensor) -> torch.Tensor:
     return grades / max_grade.clamp(min=1.0)[:, None]
 
 
+def label_lists(batch: Batch, level: int, judged_only: bool) -> Lists:
+    """The batch's ranked labels as trec_eval's lists (:mod:`~ignite_ranking.trec.extra_measures`)."""
+    if (level, judged_only) in batch.lists:
+        return batch.lists[level, judged_only]
+    ranked = (batch.condensed if judged_only else batch.ranked)[level]
+    retrieved = judged.retrieved_counts(ranked).numpy() if judged_only else batch.retrieved
+    labels = ranked.labels.numpy().astype(np.int64)
+    labels[np.arange(labels.shape[1])[None, :] >= retrieved[:, None]] = PADDING
+    lists = Lists(labels, retrieved.astype(np.float64), ranked.num_relevant.numpy(), level)
+    batch.lists[level, judged_only] = lists
+    return lists
+
+
 def family_values(
     batch: Batch,
     family: str,
@@ -89,6 +106,10 @@ def family_values(
     """``(n, len(cutoffs))`` values of one family at one relevance level (cutoffs are ints:
     the caller substitutes a cutoff covering the whole ranking for "no cutoff"); ``params``:
     the family's real parameters (:attr:`~ignite_ranking.trec.measures.Measure.params`)."""
+    if family in EXTRA_FAMILIES:
+        ideal = batch.ideal[rule].numpy() if rule is not None else None
+        return extra_values(label_lists(batch, level, judged_only), family, cutoffs, params, rule, ideal)
+    family = {"gm_map": "map", "gm_bpref": "bpref"}.get(family, family)  # geometric means of these
     ranked = (batch.condensed if judged_only else batch.ranked)[level]
     n = ranked.labels.shape[0]
     if family == "P":
