@@ -36,7 +36,16 @@ import math
 
 import torch
 
-__all__ = ["LIMBS", "carry", "from_floats", "limb_means", "limb_sums", "limb_totals"]
+__all__ = [
+    "LIMBS",
+    "carry",
+    "carry_",
+    "from_floats",
+    "limb_means",
+    "limb_sums",
+    "limb_totals",
+    "weighted_limb_sums",
+]
 
 LIMBS = 4
 """Limbs of one sum: whole part, high and low 32-bit fraction limbs, out-of-range flags."""
@@ -79,18 +88,52 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
     return sums
 
 
+def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """:func:`limb_sums` of ``(n, c)`` values whose row ``i`` stands for ``weights[i]`` equal rows.
+
+    Each value is rounded on its own, as :func:`limb_sums` rounds it, and its integer parts are
+    multiplied by its row's weight in int64 (exact for weights that total below 2**32), so the
+    result is, to the bit, the limbs of the rows repeated: ``(c, LIMBS)``. For a few distinct
+    rows standing for many (P@k past the ranked depth: the few hit counts over each k).
+    """
+    v = values.to(torch.float64)
+    rows, columns = v.shape
+    w = weights.to(device=v.device, dtype=torch.int64)[:, None]
+    out = torch.empty((columns, LIMBS), dtype=torch.int64, device=v.device)
+    width = max(1, 16 * _BLOCK // max(1, rows))  # 8 MiB scratch blocks: fewer, longer passes
+    for left in range(0, columns, width):
+        rest = block = v[:, left : left + width]
+        flagged = ~(block.abs() < _BOUND)  # True for NaN
+        any_flagged = bool(flagged.any())
+        for level, unit in enumerate(_UNITS):
+            shift = 1.5 * 2.0**52 * unit
+            part = (rest + shift).sub_(shift)  # rest rounded to a multiple of unit, as in limb_sums
+            units = part.div(unit)  # an integer of at most 2**31 where not flagged
+            if any_flagged:
+                units.masked_fill_(flagged, 0.0)
+            out[left : left + width, level] = (units.to(torch.int64) * w).sum(dim=0)
+            rest = rest - part
+        out[left : left + width, -1] = (flagged.to(torch.int64) * w).sum(dim=0)
+    return carry(out)
+
+
 def carry(sums: torch.Tensor) -> torch.Tensor:
     """Limbs with the fraction limbs' carries moved up (each fraction limb in ``[0, 2**32)``).
 
     Sums of carried limbs (across updates or processes) stay far from overflow; carrying again
     gives the one canonical form of a total, so equal totals have equal limbs.
     """
-    whole, high, low, flags = sums.unbind(dim=-1)
-    high = high + (low >> 32)  # arithmetic shifts: floor division, right for negative limbs too
-    low = low & _MASK
-    whole = whole + (high >> 32)
-    high = high & _MASK
-    return torch.stack([whole, high, low, flags], dim=-1)
+    return carry_(sums.clone())
+
+
+def carry_(sums: torch.Tensor) -> torch.Tensor:
+    """:func:`carry` in place (no stack of the limbs: ~30x faster for 100,000 sums); ``sums``."""
+    whole, high, low, _ = sums.unbind(dim=-1)
+    high.add_(low >> 32)  # arithmetic shifts: floor division, right for negative limbs too
+    low.bitwise_and_(_MASK)
+    whole.add_(high >> 32)
+    high.bitwise_and_(_MASK)
+    return sums
 
 
 def limb_totals(sums: torch.Tensor) -> list[int | None]:

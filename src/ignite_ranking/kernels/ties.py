@@ -27,6 +27,7 @@ the ranks, which then costs less).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -159,8 +160,12 @@ class TieBlocks:
     def few_blocks(self, cutoffs: Sequence[int]) -> bool:
         """Whether :meth:`sums_to_cutoffs` over the block slots costs less than a cumulative sum
         over the ranks (a few dozen passes over ``(batch, S, len(cutoffs))`` against a few over
-        ``(batch, K)``), as with quantized scores."""
-        return 16 * self.block_size.shape[1] * len(cutoffs) <= self.block_id.shape[1]
+        ``(batch, K)``), as with quantized scores. ``cutoffs`` ascend; those at or past K count
+        as one (they all sum every rank), so that the choice, and the bits of a cutoff's value,
+        do not depend on how many of them are asked for."""
+        depth = self.block_id.shape[1]
+        distinct = bisect.bisect_left(cutoffs, depth) + (1 if cutoffs and cutoffs[-1] >= depth else 0)
+        return 16 * self.block_size.shape[1] * distinct <= depth
 
     def sums_to_cutoffs(
         self, totals: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
