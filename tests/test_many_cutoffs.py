@@ -18,6 +18,7 @@ import torch
 from reference import list_values, tied_batch
 
 import ignite_ranking as ir
+from ignite_ranking.kernels.exposure import item_counts
 
 ROW = 7  # items of a dense row
 # A few cutoffs below the row length, and many at or past it (the length itself among them).
@@ -235,3 +236,19 @@ def test_precision_past_the_row_sums_each_query_rounded_on_its_own():
     assert torch.equal(tail._sum_per_k, full._sum_per_k)
     units = [round((h / k) * 2.0**64) for h in y.sum(dim=1).tolist() for k in (99_991,)]
     assert tail.compute()[-1] == sum(units) / (300 << 64)  # each value rounded, the sum exact
+
+
+def test_item_counts_past_the_depth_repeat_and_equal_a_count_per_cutoff():
+    rng = np.random.default_rng(2)
+    ids = torch.stack([torch.from_numpy(rng.permutation(20)[:6]) for _ in range(5)])
+    ids[1, 4:] = -1
+    ks = [1, 3, 5, 6, 7, 8, 50]
+    expected = []
+    for k in ks:
+        top = ids[:, :k].reshape(-1)
+        expected.append(torch.bincount(top[top >= 0], minlength=20))
+    assert torch.equal(item_counts(ids, ks, 20), torch.stack(expected))
+    metric, batch = ir.Coverage(ks, num_items=20), ir.Retrieved(ids, torch.zeros(5, 1, dtype=torch.int64))
+    metric.update(batch)
+    metric.update(batch)
+    assert torch.equal(metric._sum_per_k, 2 * torch.stack(expected).reshape(-1))
