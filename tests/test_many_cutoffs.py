@@ -11,6 +11,7 @@ also compared with the brute-force reference.
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import torch
 from reference import list_values, tied_batch
 
 import ignite_ranking as ir
+from ignite_ranking.kernels.exact_sum import limb_sums, limb_totals, weighted_limb_sums
 from ignite_ranking.kernels.exposure import item_counts
 
 ROW = 7  # items of a dense row
@@ -252,3 +254,24 @@ def test_item_counts_past_the_depth_repeat_and_equal_a_count_per_cutoff():
     metric.update(batch)
     metric.update(batch)
     assert torch.equal(metric._sum_per_k, 2 * torch.stack(expected).reshape(-1))
+
+
+def test_weighted_limb_sums_are_the_limb_sums_of_the_rows_repeated():
+    gen = torch.Generator().manual_seed(4)
+    values = (
+        torch.randn(5, 300, generator=gen, dtype=torch.float64)
+        * torch.tensor([1e-12, 1e-3, 1.0, 1e3, 1e8], dtype=torch.float64)[:, None]
+    )
+    values[2, :5] = torch.tensor([math.inf, math.nan, 2.0**31, -(2.0**31) + 1, 0.1])
+    weights = torch.tensor([3, 0, 7, 1, 250])
+    got = weighted_limb_sums(values, weights)
+    expected = limb_sums(values.repeat_interleave(weights, dim=0))
+    finite = expected[:, -1] == 0
+    assert torch.equal(got[:, -1], expected[:, -1]) and bool((~finite[:3]).all())
+    assert torch.equal(got[finite], expected[finite]) and int(finite.sum()) > 250
+    # Weights past 2**21 in all are summed in int64: the exact totals of the values rounded.
+    weights = torch.tensor([2**22, 1, 3, 0, 2**21 + 5])
+    totals = limb_totals(weighted_limb_sums(values[:, 5:], weights))
+    for column, total in enumerate(totals):
+        rounded = [round(v * 2.0**64) for v in values[:, 5 + column].tolist()]
+        assert total == sum(w * r for w, r in zip(weights.tolist(), rounded, strict=True))

@@ -91,29 +91,36 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
 def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """:func:`limb_sums` of ``(n, c)`` values whose row ``i`` stands for ``weights[i]`` equal rows.
 
-    Each value is rounded on its own, as :func:`limb_sums` rounds it, and its integer parts are
-    multiplied by its row's weight in int64 (exact for weights that total below 2**32), so the
-    result is, to the bit, the limbs of the rows repeated: ``(c, LIMBS)``. For a few distinct
-    rows standing for many (P@k past the ranked depth: the few hit counts over each k).
+    Each value ``v`` is rounded on its own to the nearest multiple of 2**-64, as :func:`limb_sums`
+    rounds it, here split as ``trunc(v)``, then the fraction's high and (rounded) low 32 bits,
+    each exact; the parts times the rows' weights are summed exactly (float64 sums of integers
+    below 2**53 while the weights total at most 2**21, int64 beyond). The totals, and so the
+    carried limbs, are those of the rows repeated, to the bit: ``(c, LIMBS)`` (a column with a
+    flagged value is flagged once, as :func:`limb_sums` flags it within 2**21 rows, and its other
+    limbs are not defined). For a few distinct rows standing for many (P@k past the ranked
+    depth: the few hit counts over each k).
     """
     v = values.to(torch.float64)
     rows, columns = v.shape
-    w = weights.to(device=v.device, dtype=torch.int64)[:, None]
+    w = weights.to(device=v.device, dtype=torch.int64)
+    in_floats = int(w.sum()) <= _ROWS
     out = torch.empty((columns, LIMBS), dtype=torch.int64, device=v.device)
-    width = max(1, 16 * _BLOCK // max(1, rows))  # 8 MiB scratch blocks: fewer, longer passes
+    width = max(1, 16 * _BLOCK // max(1, rows))  # 8 MiB blocks: fewer, longer passes
     for left in range(0, columns, width):
-        rest = block = v[:, left : left + width]
+        block = v[:, left : left + width]
         flagged = ~(block.abs() < _BOUND)  # True for NaN
-        any_flagged = bool(flagged.any())
-        for level, unit in enumerate(_UNITS):
-            shift = 1.5 * 2.0**52 * unit
-            part = (rest + shift).sub_(shift)  # rest rounded to a multiple of unit, as in limb_sums
-            units = part.div(unit)  # an integer of at most 2**31 where not flagged
-            if any_flagged:
-                units.masked_fill_(flagged, 0.0)
-            out[left : left + width, level] = (units.to(torch.int64) * w).sum(dim=0)
-            rest = rest - part
-        out[left : left + width, -1] = (flagged.to(torch.int64) * w).sum(dim=0)
+        if bool(flagged.any()):
+            block = block.masked_fill(flagged, 0.0)
+        whole = block.trunc()
+        scaled = (block - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
+        high = scaled.trunc()
+        low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
+        for level, part in enumerate((whole, high, low)):
+            if in_floats:  # integers of at most 2**32 times weights totalling at most 2**21
+                out[left : left + width, level] = (w.to(torch.float64) @ part).to(torch.int64)
+            else:
+                out[left : left + width, level] = (part.to(torch.int64) * w[:, None]).sum(dim=0)
+        out[left : left + width, -1] = (flagged & (w[:, None] > 0)).any(dim=0)
     return carry(out)
 
 
