@@ -275,3 +275,20 @@ def test_weighted_limb_sums_are_the_limb_sums_of_the_rows_repeated():
     for column, total in enumerate(totals):
         rounded = [round(v * 2.0**64) for v in values[:, 5 + column].tolist()]
         assert total == sum(w * r for w, r in zip(weights.tolist(), rounded, strict=True))
+
+
+@pytest.mark.parametrize("make", [ir.NDCG, ir.Precision, ir.Recall])
+def test_average_ties_sum_as_for_every_cutoff_asked(make):
+    """Under "average", hits and DCG are summed over the tied blocks or over the ranks depending
+    on the number of cutoffs (the two can differ in the last bits): the first cutoff past the
+    depth is scored as if all were, here 4 asked (over the ranks) and 2 scored (blocks)."""
+    rng = np.random.default_rng(0)
+    y_pred = torch.from_numpy(rng.integers(0, 3, size=(16, 120)).astype(np.float64))
+    y = torch.from_numpy((rng.random((16, 120)) < 0.2) * rng.integers(1, 4, size=(16, 120))).double()
+    tail, full = (
+        make([3, 120, 2000, 3000], ties="average"),
+        _every_cutoff(make([3, 120, 2000, 3000], ties="average")),
+    )
+    tail.update((y_pred, y))
+    full.update((y_pred, y))
+    assert torch.equal(tail._sum_per_k, full._sum_per_k)

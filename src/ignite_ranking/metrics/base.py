@@ -49,6 +49,7 @@ from ..kernels.forms import (
     normalize,
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from ..kernels.ties import AskedCutoffs
 from .label_notes import LabelNotes
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
@@ -505,11 +506,11 @@ class RankingMetric(Metric):
         if tail is None:
             values = self.score(scored)
         elif self.cutoff_tail == "divide":
-            numerators = self.numerators_at(scored, self.top_k[: tail + 1])
+            numerators = self.numerators_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
             values = numerators / self._cutoff_ks()[: tail + 1].to(numerators.device)
             numerators = numerators[:, -1]  # at the first cutoff at or past the depth, and beyond
         else:
-            values = self.score_at(scored, self.top_k[: tail + 1])
+            values = self.score_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
         action = self.empty_target_action
         counted = self.counted(ranked) if action in ("skip", "pos") else None
         # A query without relevant items scores 0 (the scorers' contract), so under "skip" it
