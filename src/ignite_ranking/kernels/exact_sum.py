@@ -104,23 +104,24 @@ def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Ten
     rows, columns = v.shape
     w = weights.to(device=v.device, dtype=torch.int64)
     in_floats = int(w.sum()) <= _ROWS
-    out = torch.empty((columns, LIMBS), dtype=torch.int64, device=v.device)
+    w_floats = w.to(torch.float64)
+    out = torch.zeros((columns, LIMBS), dtype=torch.int64, device=v.device)
     width = max(1, 16 * _BLOCK // max(1, rows))  # 8 MiB blocks: fewer, longer passes
     for left in range(0, columns, width):
         block = v[:, left : left + width]
-        flagged = ~(block.abs() < _BOUND)  # True for NaN
-        if bool(flagged.any()):
+        if block.numel() and not bool(block.abs().amax() < _BOUND):  # a NaN or a value too large
+            flagged = ~(block.abs() < _BOUND)
             block = block.masked_fill(flagged, 0.0)
+            out[left : left + width, -1] = (flagged & (w[:, None] > 0)).any(dim=0)
         whole = block.trunc()
         scaled = (block - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
         high = scaled.trunc()
         low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
         for level, part in enumerate((whole, high, low)):
             if in_floats:  # integers of at most 2**32 times weights totalling at most 2**21
-                out[left : left + width, level] = (w.to(torch.float64) @ part).to(torch.int64)
+                out[left : left + width, level] = (w_floats @ part).to(torch.int64)
             else:
                 out[left : left + width, level] = (part.to(torch.int64) * w[:, None]).sum(dim=0)
-        out[left : left + width, -1] = (flagged & (w[:, None] > 0)).any(dim=0)
     return carry(out)
 
 
