@@ -39,7 +39,7 @@ test: lint
 # It replaces nothing: run `make test` before you push.
 CHECK_SKIP := distributed distributed_forms distributed_sampler per_query_distributed order_free \
 	examples demo benchmarks_smoke cli compare docs_cli oracles properties torchmetrics \
-	trec_conformance ir_measures_provider catalog forms ndcg_gains reference
+	trec_conformance ir_measures_provider catalog forms ndcg_gains reference imports
 check: lint
 	$(BIN)/python -m pytest -x -q --ff -m "not slow" $(CHECK_SKIP:%=--ignore=tests/test_%.py)
 
@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_forms.py
 	$(BIN)/python benchmarks/bench_catalog.py
 	$(BIN)/python benchmarks/bench_sharded.py
+	$(BIN)/python benchmarks/bench_startup.py
 
 # Warnings are errors; the pages' doctests run under `make test` (docs/conftest.py).
 docs: $(STAMP)

@@ -126,3 +126,15 @@ def test_bench_sampled_quick(capsys):
         assert f"| {case} |" in out
     for estimator in ("sampled", "rank", "cls", "bv", "mle"):
         assert f"| {estimator} |" in out
+
+
+def test_bench_startup_quick(capsys, tmp_path):
+    # One run of each command in a fresh process (the script raises if one fails), on the
+    # repository's fixtures: an empty --trec-eval-src has neither test files nor binary.
+    assert load("bench_startup").main(["--quick", "--trec-eval-src", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "files: the repository's fixtures" in out
+    assert "trec_eval skipped: no binary at" in out and "| trec_eval |" not in out
+    for case in ("ignite-ranking evaluate", "python -c 'import torch'"):
+        assert f"| {case} |" in out
+    assert "ours - import torch:" in out

@@ -73,6 +73,10 @@ def test_readme_first_paragraph_names_every_measure_family():
         "Bpref": "bpref",
         "NERR": "nERR",
         "ShannonEntropy": "Shannon entropy",
+        "AlphaNDCG": "alpha-nDCG",
+        "ERRIA": "ERR-IA",
+        "PrecisionIA": "P-IA",
+        "SubtopicRecall": "subtopic recall",
     }
     for name in sorted(classes - not_measures):
         assert spelled.get(name, name) in first, f"the README's first paragraph does not name {name}"

@@ -106,8 +106,13 @@ def test_float64_option_and_registry():
 
 def test_unsupported_measures_are_refused():
     with pytest.raises(ValueError, match="not supported"):
-        provider.calc_aggregate([nDCG(gains={0: 1, 1: 3}) @ 10], {"q": {"a": 1}}, {"q": {"a": 1.0}})
-    assert not provider.provider.supports(ir_measures.parse_measure("R(judged_only=True)@10"))
+        provider.calc_aggregate(
+            [ir_measures.parse_measure("Compat(p=0.95)")], {"q": {"a": 1}}, {"q": {"a": 1.0}}
+        )
+    with pytest.raises(ValueError, match="integer gains >= 0"):  # pytrec_eval: a negative grade is unjudged
+        provider.calc_aggregate([nDCG(gains={0: 1, 1: -1}) @ 10], {"q": {"a": 1}}, {"q": {"a": 1.0}})
+    assert not provider.provider.supports(ir_measures.parse_measure("Compat(p=0.95)"))
+    assert provider.provider.supports(ir_measures.parse_measure("R(judged_only=True)@10"))
     assert provider.provider.supports(ir_measures.parse_measure("ERR@10"))
 
 

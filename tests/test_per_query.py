@@ -191,3 +191,18 @@ def test_int32_query_ids_equal_int64():
         metric.update((flat[0], flat[1], flat[2].to(dtype)))
         keyed.append(metric.per_query_values())
     assert keyed[0].keys.equal(keyed[1].keys) and keyed[0].values["mrr@1"].equal(keyed[1].values["mrr@1"])
+
+
+def test_group_refuses_members_that_skip_different_queries():
+    # AUC skips rows without a non-relevant item too; its values would sit under MRR's keys.
+    from ignite_ranking import AUC, RankingMetrics
+
+    with pytest.raises(ValueError, match="must keep the same queries"):
+        RankingMetrics(mrr=MRR([10]), auc=AUC(), per_query=True)
+    group = RankingMetrics(
+        mrr=MRR([10], ignore_zero_hits=False), auc=AUC(ignore_zero_hits=False), per_query=True
+    )
+    group.update((torch.tensor([[0.3, 0.2, 0.1], [0.1, 0.2, 0.3]]), torch.tensor([[1, 1, 1], [1, 0, 0]])))
+    result = group.per_query_values()
+    assert result.keys.tolist() == [0, 1]
+    assert result.values["auc"].tolist() == [0.0, 0.0] and result.values["mrr@10"].tolist() == [1.0, 1 / 3]

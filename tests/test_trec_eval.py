@@ -249,7 +249,7 @@ def test_parse_persistence_and_judged_only(name, family, p, judged_only):
 
 @pytest.mark.parametrize(
     "name",
-    ["rbp.p=1", "rbp.p=x", "rbp.q=0.5", "RBP(p=0)", "R(judged_only=True)@5", "bpref@10", "Judged(rel=2)@5"],
+    ["rbp.p=1", "rbp.p=x", "rbp.q=0.5", "RBP(p=0)", "NumQ(judged_only=True)", "bpref@10", "Judged(rel=2)@5"],
 )
 def test_bad_persistence_measures_are_refused(name):
     with pytest.raises(ValueError, match="measure"):

@@ -1,47 +1,29 @@
-"""Exact, fast, distributed ranking metrics for PyTorch-Ignite."""
+"""Exact, fast, distributed ranking metrics for PyTorch-Ignite.
 
-from . import catalog, distributed, functional, sampled
-from .kernels.forms import Retrieved
-from .metrics import (
-    AUC,
-    ERR,
-    GAUC,
-    MAP,
-    MRR,
-    NDCG,
-    NERR,
-    RBP,
-    AveragePopularity,
-    Bpref,
-    Coverage,
-    ExpectedExposure,
-    FractionalLabelWarning,
-    GiniIndex,
-    HitRate,
-    IntraListDiversity,
-    Judged,
-    LongTailShare,
-    Novelty,
-    PerQuery,
-    Precision,
-    RankingMetric,
-    RankingMetrics,
-    RBPResidual,
-    Recall,
-    RPrecision,
-    Serendipity,
-    ShannonEntropy,
-)
+The public names load on first use (:pep:`562`): ``import ignite_ranking.trec`` and the command
+line start without ignite, which only the metrics need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _lazy
+
+__version__ = "0.1.0"
 
 __all__ = [
     "AUC",
     "ERR",
+    "ERRIA",
     "GAUC",
     "MAP",
     "MRR",
     "NDCG",
     "NERR",
+    "NRBP",
     "RBP",
+    "AlphaNDCG",
     "AveragePopularity",
     "Bpref",
     "Coverage",
@@ -55,6 +37,7 @@ __all__ = [
     "Novelty",
     "PerQuery",
     "Precision",
+    "PrecisionIA",
     "RBPResidual",
     "RPrecision",
     "RankingMetric",
@@ -63,9 +46,59 @@ __all__ = [
     "Retrieved",
     "Serendipity",
     "ShannonEntropy",
+    "SubtopicRecall",
     "catalog",
     "distributed",
     "functional",
     "sampled",
 ]
-__version__ = "0.1.0"
+
+# Where each public name lives. tests/test_imports.py checks that this table, __all__ and the
+# imports for type checkers below name the same things.
+__getattr__, __dir__ = _lazy.attach(
+    __name__,
+    names={
+        "Retrieved": ".kernels.forms",
+        **{name: ".metrics" for name in __all__ if name[0].isupper() and name != "Retrieved"},
+    },
+    submodules=("catalog", "distributed", "functional", "sampled"),
+)
+
+if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
+    from . import catalog, distributed, functional, sampled
+    from .kernels.forms import Retrieved
+    from .metrics import (
+        AUC,
+        ERR,
+        ERRIA,
+        GAUC,
+        MAP,
+        MRR,
+        NDCG,
+        NERR,
+        NRBP,
+        RBP,
+        AlphaNDCG,
+        AveragePopularity,
+        Bpref,
+        Coverage,
+        ExpectedExposure,
+        FractionalLabelWarning,
+        GiniIndex,
+        HitRate,
+        IntraListDiversity,
+        Judged,
+        LongTailShare,
+        Novelty,
+        PerQuery,
+        Precision,
+        PrecisionIA,
+        RankingMetric,
+        RankingMetrics,
+        RBPResidual,
+        Recall,
+        RPrecision,
+        Serendipity,
+        ShannonEntropy,
+        SubtopicRecall,
+    )

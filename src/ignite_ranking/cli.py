@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .trec import MEASURE_HELP, SCORE_PRECISIONS, evaluate, read_qrels, read_run, tie_policies
-from .trec.io import Qrels, Run
+from .trec.diversity import DIVERSITY_HELP, is_diversity_measure
+from .trec.io import Qrels, Run, read_diversity_qrels
 
 __all__ = ["main"]
 
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         "(never relevant, no NDCG gain). Queries of the run missing from the qrels are skipped (a\n"
         "note on stderr says how many); the rank column is ignored and documents are ordered by\n"
         "score.",
-        epilog=MEASURE_HELP,
+        epilog=MEASURE_HELP + DIVERSITY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ev.add_argument("qrels", help="qrels file (.gz allowed)")
@@ -153,13 +154,16 @@ def _examples(ids: Sequence[str], count: int = 3) -> str:
 
 def _evaluate(args: argparse.Namespace) -> int:
     progress = _progress(args)
-    qrels = read_qrels(args.qrels, progress=progress)
+    metrics = args.metrics or ["official"]
+    # Diversity measures read the qrels' second column as the subtopic (ndeval's qrels).
+    diversity = any(map(is_diversity_measure, metrics))
+    qrels = (read_diversity_qrels if diversity else read_qrels)(args.qrels, progress=progress)
     run = read_run(args.run, progress=progress)
     _check_query_ids(qrels, run, args.run, args.missing_as_zero)
     result = evaluate(
         qrels,
         run,
-        args.metrics or ["official"],
+        metrics,
         relevance_level=args.relevance_level,
         ties=args.ties,
         score_precision=args.score_precision,
@@ -271,7 +275,13 @@ def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    # Every comparison needs scipy, a --plot matplotlib: fail now, not after the evaluation.
+    import scipy.stats  # noqa: F401
+
     from .compare import CompareWarning, compare
+
+    if args.plot:
+        import matplotlib  # noqa: F401
 
     if len(args.runs) < 2:
         raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
@@ -342,8 +352,26 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# The extra of pyproject.toml that installs each optional module a command imports when it needs it.
+_EXTRAS = {"scipy": "compare", "matplotlib": "compare"}
+
+
+def _missing_module(err: ImportError, command: str) -> str:
+    """One line naming the module missing behind ``err`` (or an error it wraps) and its install."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ModuleNotFoundError):
+        cause = cause.__cause__
+    if cause is None or not cause.name:
+        return f"ignite-ranking: error: {err}"
+    module = cause.name.partition(".")[0]
+    extra = _EXTRAS.get(module)
+    install = f"'ignite-ranking[{extra}]'" if extra else module
+    return f"ignite-ranking {command} needs {module}: pip install {install}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the command line; returns the exit status (2 for bad input, with a message on stderr)."""
+    """Runs the command line; returns the exit status: 2 for bad input, 1 for a missing optional
+    module (scipy, matplotlib), each with one line on stderr."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -351,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         print(f"ignite-ranking: error: {err}", file=sys.stderr)
         return 2
-    except ImportError as err:  # an optional extra is missing: its message says which to install
-        print(f"ignite-ranking: error: {err}", file=sys.stderr)
+    except ImportError as err:  # an optional extra is missing: one line says which to install
+        print(_missing_module(err, args.command), file=sys.stderr)
         return 1
 
 

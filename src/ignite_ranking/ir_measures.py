@@ -7,9 +7,14 @@ computes them with :func:`ignite_ranking.trec.evaluate`, several times faster th
 
 - measures: ``P@k``, ``R@k``, ``AP``, ``AP@k``, ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``,
   ``Success@k``, ``Rprec``, ``NumQ``, ``NumRel``, ``NumRet``, ``NumRelRet``, ``Bpref``,
-  ``Judged@k``, ``ERR@k``, with ``rel=`` where ir_measures has it and ``judged_only=True`` on
-  P, AP, RR and nDCG; not ``nDCG(gains=...)``. A qrels grade of -1 is unjudged here (as in
-  trec_eval), where ir_measures' ``Judged`` counts it as judged.
+  ``Judged@k``, ``ERR@k``, ``RBP``, with ``rel=`` where ir_measures has it, ``judged_only=True``
+  on P, R, AP, RR, nDCG, Success and Rprec, ``nDCG(gains={...})`` and ``nDCG(dcg='exp-log2')``,
+  cwl_eval's C/W/L measures ``BPM``, ``INST``, ``INSQ``, ``SDCG``, ``NERR8``-``NERR11``
+  (:mod:`ignite_ranking.trec.cwl`; the same values as ``ir_measures.cwl_eval``, whose run order
+  keeps tied documents in input order), and the diversity measures ``alpha_nDCG@k``,
+  ``ERR_IA@k``, ``NRBP``, ``P_IA@k``, ``StRecall@k`` (ndeval's, on qrels whose ``iteration`` is
+  the subtopic: see :doc:`/diversity`). A qrels grade of -1 is unjudged here (as in trec_eval),
+  where ir_measures' ``Judged`` counts it as judged.
 - scores are rounded to float32 before ranking, as pytrec_eval (trec_eval 9) does, unless the
   provider is made with ``score_precision="float64"`` (trec_eval 10); equal scores are ordered by
   document id descending, as trec_eval does. (ir_measures computes ``RR@k`` with its msmarco
@@ -34,8 +39,8 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
@@ -50,7 +55,10 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "ignite_ranking.ir_measures needs the ir-measures package: pip install 'ignite-ranking[ir-measures]'"
     ) from error
 
-from .trec import Measure, Qrels, Run, evaluate, read_qrels, read_run
+from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
+from .trec.columns import columns
+from .trec.diversity import DiversityMeasure
+from .trec.io import DiversityQrels, read_diversity_qrels
 
 __all__ = ["IgniteRankingProvider", "calc", "calc_aggregate", "evaluator", "iter_calc", "provider"]
 
@@ -73,9 +81,45 @@ _FAMILIES = {
 }
 
 
-def _to_measure(measure) -> Measure:
-    """Our :class:`~ignite_ranking.trec.Measure` for an ir_measures measure."""
+# ir_measures diversity measure name -> our DiversityMeasure family (ndeval's definitions)
+_DIVERSITY = {
+    "alpha_nDCG": "alpha_ndcg",
+    "ERR_IA": "err_ia",
+    "NRBP": "nrbp",
+    "P_IA": "p_ia",
+    "StRecall": "strec",
+}
+
+
+# ir_measures names whose parameters the measure parser reads, as the command line's names do
+_PARSED = ("RBP", "BPM", "INST", "INSQ", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11")
+
+
+def _parsed(measure) -> Measure:
+    """The measure parsed from its name and parameters by :func:`~ignite_ranking.trec.parse_measure`."""
+    params = {key: value for key, value in measure.params.items() if key != "cutoff"}
+    listed = ",".join(f"{key}={value!r}" for key, value in params.items())
+    text = measure.NAME + (f"({listed})" if params else "")
+    if "cutoff" in measure.params:
+        text += f"@{int(measure.params['cutoff'])}"
+    return replace(parse_measure(text), name=str(measure))
+
+
+def _to_measure(measure) -> Measure | DiversityMeasure:
+    """Our :class:`~ignite_ranking.trec.Measure` (or diversity measure) for an ir_measures measure."""
     params = measure.params
+    if measure.NAME in _DIVERSITY:
+        given = {key: params[key] for key in ("cutoff", "rel", "alpha", "beta") if key in params}
+        return DiversityMeasure(
+            name=str(measure),
+            family=_DIVERSITY[measure.NAME],
+            k=None if given.get("cutoff", _NOT_PROVIDED) is _NOT_PROVIDED else int(given["cutoff"]),
+            rel=int(given.get("rel", 1)),
+            alpha=float(given.get("alpha", 0.5)),
+            beta=float(given.get("beta", 0.5)),
+        )
+    if measure.NAME in _PARSED or set(params) & {"gains", "dcg"}:
+        return _parsed(measure)
     family = _FAMILIES[measure.NAME]
     cutoff = params.get("cutoff", _NOT_PROVIDED)
     rel = params.get("rel", _NOT_PROVIDED)
@@ -95,58 +139,43 @@ def _to_measure(measure) -> Measure:
     )
 
 
-def _as_bytes(make_ids: Callable[[], Iterable], count: int) -> np.ndarray:
-    """Document ids (from a fresh iterable each call) as a numpy bytes array, UTF-8."""
-    try:
-        width = max(max(map(len, make_ids()), default=1), 1)
-        # ASCII str ids: numpy encodes them in C, and fromiter skips the list (2x np.array's speed)
-        return np.fromiter(make_ids(), dtype=f"S{width}", count=count)
-    except (UnicodeEncodeError, TypeError, ValueError):
-        return np.array([str(d).encode("utf-8") for d in make_ids()], dtype="S")
-
-
-def _columns(data, fields: tuple[str, str, str]):
-    """``(qids, qid codes, doc ids, values)`` of a dict of dicts, DataFrame or namedtuple iterable."""
-    if isinstance(data, dict):
-        qids = list(data)
-        counts = np.fromiter(map(len, data.values()), dtype=np.int64, count=len(qids))
-        total = int(counts.sum())
-        docs = _as_bytes(lambda: chain.from_iterable(data.values()), total)
-        values = np.fromiter(
-            chain.from_iterable(entries.values() for entries in data.values()), dtype=np.float64, count=total
-        )
-        codes = np.repeat(np.arange(len(qids), dtype=np.int32), counts)
-        return [str(q) for q in qids], codes, docs, values
-    if hasattr(data, "itertuples") and hasattr(data, "columns"):  # pandas DataFrame
-        import pandas as pd
-
-        missing = [f for f in fields if f not in data.columns]
-        if missing:
-            raise ValueError(f"the DataFrame lacks the columns {missing}; it has {list(data.columns)}")
-        codes, uniques = pd.factorize(data[fields[0]])
-        ids = data[fields[1]].tolist()
-        docs = _as_bytes(lambda: ids, len(ids))
-        return [str(q) for q in uniques], codes.astype(np.int32), docs, data[fields[2]].to_numpy(np.float64)
-    index: dict = {}
-    codes, ids, values = [], [], []
-    for row in data:
-        codes.append(index.setdefault(getattr(row, fields[0]), len(index)))
-        ids.append(getattr(row, fields[1]))
-        values.append(getattr(row, fields[2]))
-    docs = _as_bytes(lambda: ids, len(ids))
-    return [str(q) for q in index], np.asarray(codes, dtype=np.int32), docs, np.asarray(values, np.float64)
-
-
 def as_qrels(qrels) -> Qrels:
     """:class:`~ignite_ranking.trec.Qrels` of a path, dict of dicts, DataFrame or namedtuples."""
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, os.PathLike)):
         return read_qrels(qrels)
-    qids, codes, docs, rel = _columns(qrels, ("query_id", "doc_id", "relevance"))
+    qids, codes, docs, rel = columns(qrels, "qrels")
     if rel.size and not np.all(rel == np.round(rel)):
         raise ValueError("qrels: relevance must be integers")
     return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64))
+
+
+def as_diversity_qrels(qrels) -> DiversityQrels:
+    """Subtopic qrels of a path (``qid subtopic docno rel``), a DataFrame or namedtuples: the
+    subtopic is ir_measures' ``iteration`` (``"0"`` where it is absent, as a dict of dicts)."""
+    if isinstance(qrels, DiversityQrels):
+        return qrels
+    if isinstance(qrels, (str, os.PathLike)):
+        return read_diversity_qrels(qrels)
+    if isinstance(qrels, dict):
+        names = None
+    elif hasattr(qrels, "itertuples") and hasattr(qrels, "columns"):  # pandas DataFrame
+        names = qrels["iteration"].astype(str).tolist() if "iteration" in qrels.columns else None
+    else:
+        qrels = list(qrels)
+        names = [str(getattr(row, "iteration", "0")) for row in qrels]
+    plain = as_qrels(qrels)
+    index: dict[str, int] = {}
+    codes = [index.setdefault(name, len(index)) for name in names or ["0"] * len(plain)]
+    return DiversityQrels(
+        qids=plain.qids,
+        qid=plain.qid,
+        docno=plain.docno,
+        rel=plain.rel,
+        subtopics=list(index),
+        subtopic=np.asarray(codes, dtype=np.int32),
+    )
 
 
 def as_run(run) -> Run:
@@ -155,10 +184,22 @@ def as_run(run) -> Run:
         return run
     if isinstance(run, (str, os.PathLike)):
         return read_run(run)
-    qids, codes, docs, score = _columns(run, ("query_id", "doc_id", "score"))
+    qids, codes, docs, score = columns(run, "run")
     if np.isnan(score).any():
         raise ValueError("run: scores must be numbers, got NaN")
     return Run(qids=qids, qid=codes, docno=docs, score=score)
+
+
+def _judged_queries(qrels: Qrels) -> Qrels:
+    """The qrels without their queries that have no judgement (an empty dict in a dict of dicts):
+    pytrec_eval does not evaluate them, and ir_measures counts them as unanswered."""
+    counts = np.bincount(qrels.qid, minlength=len(qrels.qids))
+    if counts.all():
+        return qrels
+    keep = counts > 0
+    code = (np.cumsum(keep) - 1).astype(np.int32)
+    qids = [q for q, k in zip(qrels.qids, keep.tolist(), strict=True) if k]
+    return replace(qrels, qids=qids, qid=code[qrels.qid])
 
 
 class _Evaluator(ir_measures.providers.Evaluator):
@@ -166,16 +207,28 @@ class _Evaluator(ir_measures.providers.Evaluator):
         super().__init__(measures, set(qrels.qids))
         self._measures = list(measures)
         self._ours = [_to_measure(m) for m in self._measures]
-        self._qrels = qrels
+        self._qrels = _judged_queries(qrels)
         self._score_precision = score_precision
 
-    def _values(self, run) -> tuple[list[str], list[list[float]]]:
-        """The evaluated queries (those of the qrels the run answers) and their rows of values."""
+    def _values(self, run) -> tuple[list[str], np.ndarray]:
+        """The evaluated queries (those of the qrels the run lists) and their rows of values.
+
+        A query the run lists without documents (an empty dict) counts as ``trec_eval -c`` counts
+        a query without results: NumQ 1, NumRel R, every other measure 0. The qrels queries the
+        run does not list are left to :meth:`_unanswered`.
+        """
         run = as_run(run)
-        if not set(run.qids) & set(self._qrels.qids):
-            return [], []
-        result = evaluate(self._qrels, run, self._ours, score_precision=self._score_precision)
-        return result.queries, result.values.tolist()
+        listed = set(run.qids)
+        if not listed & set(self._qrels.qids):
+            return [], np.zeros((0, len(self._measures)))
+        result = evaluate(
+            self._qrels, run, self._ours, score_precision=self._score_precision, missing_as_zero=True
+        )
+        queries, values = result.queries, result.values
+        kept = [i for i, q in enumerate(queries) if q in listed]
+        if len(kept) < len(queries):
+            queries, values = [queries[i] for i in kept], values[kept]
+        return queries, values
 
     def _unanswered(self, queries: list[str]) -> list[str]:
         answered = set(queries)
@@ -185,8 +238,8 @@ class _Evaluator(ir_measures.providers.Evaluator):
     # run does not answer count with measure.DEFAULT, in its order), without its per-value hashing
     # of measures, which took longer than the evaluation on large runs.
     def iter_calc(self, run) -> Iterator[Metric]:
-        queries, rows = self._values(run)
-        for qid, row in zip(queries, rows, strict=True):
+        queries, values = self._values(run)
+        for qid, row in zip(queries, values.tolist(), strict=True):
             for measure, value in zip(self._measures, row, strict=True):
                 yield Metric(query_id=qid, measure=measure, value=value)
         unanswered = self._unanswered(queries)
@@ -195,7 +248,8 @@ class _Evaluator(ir_measures.providers.Evaluator):
                 yield Metric(query_id=qid, measure=measure, value=measure.DEFAULT)
 
     def calc_aggregate(self, run) -> dict:
-        queries, rows = self._values(run)
+        queries, values = self._values(run)
+        rows = values.tolist()
         unanswered = len(self._unanswered(queries))
         results = {}
         for column, measure in enumerate(self._measures):
@@ -219,18 +273,32 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
     NAME = "ignite_ranking"
     SUPPORTED_MEASURES: ClassVar[list] = [
         _im._P(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._R(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._R(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._AP(cutoff=Any(), rel=Any(), judged_only=Any()),
         _im._RR(cutoff=Any(), rel=Any(), judged_only=Any()),
-        _im._nDCG(cutoff=Any(), dcg=Choices("log2"), gains=Choices(_NOT_PROVIDED), judged_only=Any()),
-        _im._Success(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
-        _im._Rprec(rel=Any(), judged_only=Choices(False)),
+        _im._nDCG(cutoff=Any(), dcg=Choices("log2", "exp-log2"), gains=Any(), judged_only=Any()),
+        _im._Success(cutoff=Any(), rel=Any(), judged_only=Any()),
+        _im._Rprec(rel=Any(), judged_only=Any()),
         _im._NumQ(),
         _im._NumRel(rel=Any()),
         _im._NumRet(rel=Any()),
         _im._Bpref(rel=Any()),
         _im._Judged(cutoff=Any()),
         _im._ERR(cutoff=Any()),
+        _im._alpha_nDCG(cutoff=Any(), alpha=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._ERR_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._NRBP(alpha=Any(), beta=Any(), rel=Any()),
+        _im._P_IA(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        _im._StRecall(cutoff=Any(), rel=Any()),
+        _im._RBP(cutoff=Any(), p=Any(), rel=Any()),
+        _im._BPM(cutoff=Any(required=True), T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INST(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._INSQ(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._SDCG(cutoff=Any(required=True), dcg=Choices("log2"), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR8(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR9(cutoff=Any(required=True), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR10(p=Any(), min_rel=Any(), max_rel=Any(required=True)),
+        _im._NERR11(T=Any(), min_rel=Any(), max_rel=Any(required=True)),
     ]
 
     def __init__(self, score_precision: str = "float32") -> None:
@@ -245,9 +313,19 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
         if unsupported:
             raise ValueError(
                 f"measures {unsupported} are not supported by the {self.NAME} provider; it supports "
-                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR "
-                "(judged_only on P, AP, RR, nDCG; no gains)"
+                "P, R, AP, RR, nDCG, Success, Rprec, NumQ, NumRel, NumRet, Bpref, Judged, ERR, RBP, "
+                "BPM, INST, INSQ, SDCG, NERR8, NERR9, NERR10, NERR11 (judged_only on P, R, AP, RR, "
+                "nDCG, Success, Rprec); diversity: alpha_nDCG@k, ERR_IA@k, NRBP, P_IA@k, StRecall@k "
+                "(with a cutoff, except NRBP)"
             )
+        diversity = [m.NAME in _DIVERSITY for m in measures]
+        if any(diversity):
+            if not all(diversity):
+                raise ValueError(
+                    "diversity measures (alpha_nDCG, ERR_IA, NRBP, P_IA, StRecall) read subtopic qrels: "
+                    "compute them apart from the other measures"
+                )
+            return _Evaluator(measures, as_diversity_qrels(qrels), self.score_precision)
         return _Evaluator(measures, as_qrels(qrels), self.score_precision)
 
 

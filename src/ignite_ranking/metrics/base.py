@@ -479,9 +479,11 @@ class RankingMetric(Metric):
         """Under ``empty_target_action="error"``, raises ``ValueError`` for a batch with a query
         that :meth:`counted` rejects, naming it: by its id (``flat_query_ids``, the flat form's
         ``indexes`` of each ranked row), else by its row in the batch. Changes nothing."""
-        if self.empty_target_action != "error":
-            return
-        empty = ~self.counted(ranked)
+        if self.empty_target_action == "error":
+            self.refuse_empty_rows(~self.counted(ranked), flat_query_ids)
+
+    def refuse_empty_rows(self, empty: torch.Tensor, flat_query_ids: torch.Tensor | None) -> None:
+        """:meth:`refuse_empty` for a ``(batch,)`` mask of the rejected rows."""
         if not bool(empty.any()):
             return
         row = int(empty.nonzero()[0, 0])
@@ -511,8 +513,26 @@ class RankingMetric(Metric):
             numerators = numerators[:, -1]  # at the first cutoff at or past the depth, and beyond
         else:
             values = self.score_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
+        counted = self.counted(ranked) if self.empty_target_action in ("skip", "pos") else None
+        self.add_values(values, counted, query_ids, tail=tail, numerators=numerators)
+
+    def add_values(
+        self,
+        values: torch.Tensor,
+        counted: torch.Tensor | None,
+        query_ids: torch.Tensor | None = None,
+        *,
+        tail: int | None = None,
+        numerators: torch.Tensor | None = None,
+    ) -> None:
+        """Adds ``(batch, num_values)`` per-query values to the sums; ``counted`` (the rows that
+        :meth:`counted` accepts) is needed under ``empty_target_action`` "skip" and "pos".
+
+        With ``tail`` (see :meth:`accumulate`), ``values`` hold the cutoffs up to ``top_k[tail]``
+        only, the first at or past the ranked depth, which stands for the later ones; under
+        ``cutoff_tail = "divide"``, ``numerators`` ``(batch,)`` are its numerators.
+        """
         action = self.empty_target_action
-        counted = self.counted(ranked) if action in ("skip", "pos") else None
         # A query without relevant items scores 0 (the scorers' contract), so under "skip" it
         # adds nothing to the sums and only the count leaves it out: no host synchronization,
         # and no masked copy of the (batch, cutoffs) values, which can be large. Measures that

@@ -28,6 +28,7 @@ from .base import (
     normalize_judged,
     resolve_empty_target_action,
 )
+from .diversity import SubtopicMetric
 from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
 
@@ -106,6 +107,11 @@ class RankingMetrics(MetricGroup):
             if not isinstance(metric, RankingMetric):
                 raise TypeError(
                     f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
+                )
+            if isinstance(metric, SubtopicMetric):
+                raise TypeError(
+                    f"metric {name!r} ({type(metric).__name__}) reads subtopic labels, which the group's "
+                    "other members do not take: update it on its own."
                 )
         if len({id(m) for m in merged.values()}) != len(merged):
             raise ValueError("each metric instance may appear in the group once.")

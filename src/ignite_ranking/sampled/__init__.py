@@ -16,18 +16,11 @@ Example:
     0.0036
 """
 
-from .estimators import (
-    ESTIMATORS,
-    METRICS,
-    RankDistribution,
-    correction,
-    estimate,
-    expected_histogram,
-    fit_rank_distribution,
-    full_metric,
-)
-from .metric import SampledMetrics, sampled_ranks
-from .negatives import sample_negatives
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import _lazy
 
 __all__ = [
     "ESTIMATORS",
@@ -42,3 +35,36 @@ __all__ = [
     "sample_negatives",
     "sampled_ranks",
 ]
+
+# Loaded on first use: the estimators need torch alone, SampledMetrics needs ignite too.
+# tests/test_imports.py checks that this table, __all__ and the imports below name the same things.
+__getattr__, __dir__ = _lazy.attach(
+    __name__,
+    names={
+        "ESTIMATORS": ".estimators",
+        "METRICS": ".estimators",
+        "RankDistribution": ".estimators",
+        "correction": ".estimators",
+        "estimate": ".estimators",
+        "expected_histogram": ".estimators",
+        "fit_rank_distribution": ".estimators",
+        "full_metric": ".estimators",
+        "SampledMetrics": ".metric",
+        "sampled_ranks": ".metric",
+        "sample_negatives": ".negatives",
+    },
+)
+
+if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
+    from .estimators import (
+        ESTIMATORS,
+        METRICS,
+        RankDistribution,
+        correction,
+        estimate,
+        expected_histogram,
+        fit_rank_distribution,
+        full_metric,
+    )
+    from .metric import SampledMetrics, sampled_ranks
+    from .negatives import sample_negatives

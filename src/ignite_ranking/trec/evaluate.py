@@ -53,8 +53,9 @@ import torch
 from ..kernels import TIE_POLICIES
 from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
+from .diversity import evaluate_diversity, is_diversity_measure
 from .gains import GainRule, ideal_matrix
-from .io import DuplicateEntryError, Qrels, Run
+from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
 from .retrieved import RunQueries, trec_ranked
 from .scores import Batch, family_values
@@ -189,10 +190,26 @@ def evaluate(
             too small to repay OpenMP's synchronisation: on a busy 2-core machine, torch's
             default of two threads made evaluation twice as slow.
 
+    Diversity measures (``alpha_nDCG@20``, ``ERR_IA@20``, ``NRBP``, ``P_IA@20``, ``StRecall@20``)
+    on :class:`~ignite_ranking.trec.io.DiversityQrels` go to
+    :func:`~ignite_ranking.trec.diversity.evaluate_diversity` (ndeval's rules).
+
     Raises:
         ValueError: an unknown measure, tie policy or precision, duplicates, or no query to
             evaluate.
     """
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if isinstance(qrels, DiversityQrels) or any(map(is_diversity_measure, names)):
+        if ties != "trec" or judged_only is not False:
+            raise ValueError("diversity measures take ties='trec' (ndeval's order) and no judged_only")
+        return evaluate_diversity(
+            qrels,
+            run,
+            names,
+            relevance_level=relevance_level,
+            score_precision=score_precision,
+            missing_as_zero=missing_as_zero,
+        )
     measures = parse_measures(metrics)
     _check_options(relevance_level, ties, score_precision)
     if not isinstance(judged_only, bool):
@@ -244,8 +261,9 @@ def evaluate(
     whole = max(max_len, max_rel, max_ideal, 1)  # covers every ranking and every ideal ranking
 
     def key_of(m: Measure) -> tuple:
-        """(family, level, gain rule, judged only, p): the measures scored together."""
-        return (m.family, relevance_level if m.rel is None else m.rel, _gain_rule(m), m.judged_only, m.p)
+        """(family, level, gain rule, judged only, p, params): the measures scored together."""
+        level = relevance_level if m.rel is None else m.rel
+        return (m.family, level, _gain_rule(m), m.judged_only, m.p, m.params)
 
     # key -> ascending cutoffs
     groups: dict[tuple, list[int]] = {}
@@ -276,7 +294,7 @@ def evaluate(
             condensed=condensed,
             max_grade=torch.from_numpy(max_grade[qs]),
         )
-        results = {key: family_values(batch, *key, ks) for key, ks in groups.items()}
+        results = {key: family_values(batch, *key[:5], ks, key[5]) for key, ks in groups.items()}
         block = np.empty((len(qs), len(measures)), dtype=np.float64)
         for column, m in enumerate(measures):
             key = key_of(m)

@@ -38,16 +38,18 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = [
+    "DiversityQrels",
     "DuplicateEntryError",
     "Qrels",
     "Run",
     "locate_entries",
     "open_trec_file",
+    "read_diversity_qrels",
     "read_qrels",
     "read_run",
 ]
@@ -80,6 +82,21 @@ class Qrels:
 
     def __len__(self) -> int:
         return len(self.qid)
+
+
+@dataclass
+class DiversityQrels(Qrels):
+    """Subtopic judgements, one entry per ``qid subtopic docno rel`` line (TREC Web track diversity
+    qrels, as ``ndeval`` reads them).
+
+    Attributes:
+        subtopics: the distinct subtopic ids (the second column), in order of first appearance.
+        subtopic: ``int32`` index into ``subtopics`` of each judgement.
+        (and those of :class:`Qrels`)
+    """
+
+    subtopics: list[str] = field(default_factory=list)
+    subtopic: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
 
 @dataclass
@@ -532,10 +549,13 @@ def _parse_block(
     what: str,
     integer: bool,
     extra: bool,
+    second: bool = False,
 ):
-    """``(qid_matrix, docno, values, tag)`` of the block ``padded[:size]``, or None if it is blank.
+    """``(qid_matrix, docno, values, tag, second_matrix)`` of the block ``padded[:size]``, or None
+    if it is blank.
 
-    ``tag`` is the first row's last column (the run tag; unused for qrels). Only the columns that
+    ``tag`` is the first row's last column (the run tag; unused for qrels); ``second_matrix`` the
+    second column (diversity qrels' subtopic), gathered only when ``second``. Only the columns that
     are kept are gathered; the others are only counted.
     """
     padded = _blank_comments(padded, size)
@@ -548,27 +568,38 @@ def _parse_block(
     docno = _as_bytes(_gather(padded, size, starts[:, 2], ends[:, 2]))
     matrix = _gather(padded, size, starts[:, value_col], ends[:, value_col])
     values = _numbers(matrix, name, first_line, lines, buf, what, integer)
-    return qid_matrix, docno, values, tag
+    second_matrix = _gather(padded, size, starts[:, 1], ends[:, 1]) if second else None
+    return qid_matrix, docno, values, tag, second_matrix
 
 
 def _read(
-    path, ncols: int, value_col: int, expected: str, what: str, integer: bool, extra: bool, progress: bool
+    path,
+    ncols: int,
+    value_col: int,
+    expected: str,
+    what: str,
+    integer: bool,
+    extra: bool,
+    progress: bool,
+    second: bool = False,
 ):
     name = os.fspath(path)
-    interner = _QidInterner()
-    qids, docnos, values = [], [], []
+    interner, second_interner = _QidInterner(), _QidInterner()
+    qids, docnos, values, seconds = [], [], [], []
     tag = ""
 
     def collect(parsed) -> None:
         nonlocal tag
         if parsed is None:
             return
-        qid_matrix, docno, value, block_tag = parsed
+        qid_matrix, docno, value, block_tag, second_matrix = parsed
         if ncols == 6 and not tag:
             tag = block_tag
         qids.append(interner(qid_matrix))  # in file order: ids follow first appearance
         docnos.append(docno)
         values.append(value)
+        if second:
+            seconds.append(second_interner(second_matrix))
 
     # Blocks are parsed on a thread pool (numpy releases the GIL in the heavy steps) while the
     # next ones are read; results are collected in file order (qids are interned in order of first
@@ -592,6 +623,7 @@ def _read(
                         what,
                         integer,
                         extra,
+                        second,
                     )
                 )
                 if len(pending) > 2 * workers:
@@ -608,6 +640,8 @@ def _read(
     qid = np.concatenate(qids) if qids else np.zeros(0, dtype=np.int32)
     docno = np.concatenate(docnos) if docnos else np.zeros(0, dtype="S1")
     value = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
+    if second:
+        return interner.names, qid, docno, value, (second_interner.names, np.concatenate(seconds))
     return interner.names, qid, docno, value, tag
 
 
@@ -639,3 +673,35 @@ def read_run(path: str | os.PathLike, *, progress: bool = False) -> Run:
         path, 6, 4, "qid Q0 docno rank score tag", "score", integer=False, extra=True, progress=progress
     )
     return Run(qids=names, qid=qid, docno=docno, score=score, tag=tag, path=os.fspath(path))
+
+
+def read_diversity_qrels(path: str | os.PathLike, *, progress: bool = False) -> DiversityQrels:
+    """Reads diversity qrels: ``qid subtopic docno rel`` per line, ``rel`` an integer.
+
+    The file has the layout of :func:`read_qrels`, with the second column naming the subtopic
+    (intent) that the judgement is about: a document relevant to several subtopics has one line
+    for each. Subtopic ids are strings (ndeval's are numbers; any token is taken here).
+
+    Raises:
+        ValueError: as :func:`read_qrels`.
+    """
+    names, qid, docno, rel, (subtopics, subtopic) = _read(
+        path,
+        4,
+        3,
+        "qid subtopic docno rel",
+        "relevance",
+        integer=True,
+        extra=False,
+        progress=progress,
+        second=True,
+    )
+    return DiversityQrels(
+        qids=names,
+        qid=qid,
+        docno=docno,
+        rel=rel.astype(np.int64),
+        path=os.fspath(path),
+        subtopics=subtopics,
+        subtopic=subtopic,
+    )

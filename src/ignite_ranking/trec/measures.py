@@ -11,7 +11,10 @@ Three syntaxes are accepted, in every list of measure names of the library (the 
   name trec_eval's sets (the measures of them that are supported, see :data:`SETS`).
 - ir_measures (https://ir-measur.es): ``nDCG@10``, ``nDCG``, ``P@5``, ``P(rel=2)@5``,
   ``R@100``, ``AP``, ``AP@100``, ``RR``, ``RR@10``, ``Success@1``, ``Rprec``, ``NumQ``,
-  ``NumRel``, ``NumRet``, ``NumRelRet`` (case-sensitive, as ir_measures writes them).
+  ``NumRel``, ``NumRet``, ``NumRelRet``, ``nDCG(gains={0: 0, 1: 1, 2: 3})@10``,
+  ``nDCG(dcg='exp-log2')``, ``RBP(rel=1, p=0.8)``, cwl_eval's ``BPM(T=1.0, max_rel=3)@10``,
+  ``INST(max_rel=3)``, ``SDCG(max_rel=3)@10``, ``NERR10(p=0.9, max_rel=3)``... (case-sensitive,
+  as ir_measures writes them).
 - ranx-style lowercase names with ``@k`` or ``_k``: ``mrr@10``, ``ndcg@10``, ``ndcg_burges@5``,
   ``precision@10``, ``recall@100``, ``map@100``, ``hit_rate@10``, ``r-precision``.
 
@@ -19,7 +22,7 @@ Example:
     >>> [m.name for m in parse_measures(["P.5,10", "nDCG@10", "mrr@10"])]
     ['P_5', 'P_10', 'nDCG@10', 'mrr@10']
     >>> parse_measures(["P(rel=2)@5"])[0]
-    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False)
+    Measure(name='P(rel=2)@5', family='P', k=5, rel=2, gains=None, p=None, judged_only=False, params=())
     >>> parse_measures(["rbp.p=0.8", "RBP(p=0.8)", "P(judged_only=True)@10"])[2].judged_only
     True
 """
@@ -53,7 +56,32 @@ FAMILIES = {
     "err": "expected reciprocal rank, stop probability (2**grade - 1) / 2**4",
     "nerr": "ERR / ideal ERR",
     "judged": "judged documents in the top k / min(k, retrieved)",
+    "rbp_rel": "RBP with binary gains: (1 - p) * sum of p**(i - 1) over ranks i of relevant documents",
+    # cwl_eval's C/W/L measures (trec/cwl.py): expected utility sum of W(i) * gain_i, gains scaled
+    # to [0, 1] by min_rel/max_rel, over cwl_eval's 1000 ranks
+    "bpm": "C/W/L Bejeweled Player Model: continue while gain < T and rank < K",
+    "inst": "C/W/L INST: C(i) = ((i + T + T_i - 1) / (i + T + T_i))**2, T_i = T - gain so far",
+    "insq": "C/W/L INSQ: C(i) = ((i + 2T - 1) / (i + 2T))**2",
+    "sdcg": "C/W/L scaled DCG@k: DCG@k of the scaled gains / sum of 1/log2(i + 1) over i <= k",
+    "nerr8": "C/W/L NERR (Eq. 8): C(i) = 1 - gain_i for i < k",
+    "nerr9": "C/W/L NERR (Eq. 9): C(i) = i / (i + 1) * (1 - gain_i) for i < k",
+    "nerr10": "C/W/L NERR (Eq. 10): C(i) = p * (1 - gain_i)",
+    "nerr11": "C/W/L NERR (Eq. 11): C(i) = ((i + 2T - 1) / (i + 2T))**2 * (1 - gain_i)",
 }
+#: cwl_eval's families and the parameters they take besides min_rel and max_rel (``p`` is
+#: :attr:`Measure.p`; ``T`` the last of :attr:`Measure.params`).
+CWL_FAMILIES = {
+    "bpm": ("T",),
+    "inst": ("T",),
+    "insq": ("T",),
+    "sdcg": (),
+    "nerr8": (),
+    "nerr9": (),
+    "nerr10": ("p",),
+    "nerr11": ("T",),
+}
+_CWL_CUTOFF = ("bpm", "sdcg", "nerr8", "nerr9")  # their cutoff is a parameter, and required
+_DCG = {"ndcg": ("log2", "exp-log2"), "sdcg": ("log2",)}  # ir_measures' dcg= choices
 COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
 
 _DEFAULT_CUTOFFS = {
@@ -113,14 +141,23 @@ _IR_MEASURES = {
     "NumRel": ("num_rel", False, False),
     "NumRet": ("num_ret", False, True),
     "NumRelRet": ("num_rel_ret", False, True),
-    "RBP": ("rbp", True, False),
+    "RBP": ("rbp", True, True),
     "Bpref": ("bpref", False, True),
     "ERR": ("err", True, False),
     "nERR": ("nerr", True, False),
     "Judged": ("judged", True, False),
+    "BPM": ("bpm", True, False),
+    "INST": ("inst", False, False),
+    "INSQ": ("insq", False, False),
+    "SDCG": ("sdcg", True, False),
+    "NERR8": ("nerr8", True, False),
+    "NERR9": ("nerr9", True, False),
+    "NERR10": ("nerr10", False, False),
+    "NERR11": ("nerr11", False, False),
 }
-# ir_measures families with a judged_only= parameter (Sakai's condensed lists)
-_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg")
+# ir_measures families with a judged_only= parameter (Sakai's condensed lists): any family scored
+# on the ranked batch takes it by a line here (and judged_only=Any() in the provider's entry)
+_JUDGED_ONLY = ("P", "recip_rank", "map", "ndcg", "ndcg_burges", "recall", "success", "Rprec")
 # ranx-style (lowercase) family names
 _RANX = {
     "mrr": "recip_rank",
@@ -143,7 +180,7 @@ _RANX = {
     "rprec": "Rprec",
 }
 _RANX_NAME = re.compile(r"^(?P<name>[a-z_-]+?)(?:[@_](?P<k>\d+))?$")
-_IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
+_IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+\d*)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
 _TREC_PARAMS = re.compile(r"^(?P<name>[A-Za-z_]+)\.(?P<params>.+)$")
 
 MEASURE_HELP = """\
@@ -156,7 +193,12 @@ measures (trec_eval, ir_measures or ranx names; no cutoff = the whole ranking):
              rbp  rbp.p=0.8  rbp_resid  rbp_resid.p=0.8  bpref
   ir_measures  nDCG@10  nDCG  P@5  P(rel=2)@5  R@100  AP  AP@100  RR  RR@10  Success@1
              Rprec  NumQ  NumRel  NumRet  NumRelRet  RBP(p=0.8)  Bpref  ERR@20  nERR@20
-             Judged@10  P(judged_only=True)@10 (also RR, AP, nDCG)
+             Judged@10  P(judged_only=True)@10 (also R, RR, AP, nDCG, Success, Rprec)
+             nDCG(gains={0:0,1:1,2:3})@10  nDCG(dcg='exp-log2')@10  RBP(rel=1,p=0.8)
+             cwl_eval's C/W/L measures (max_rel= required, min_rel= 0 by default):
+             BPM(T=1.0,max_rel=3)@10  INST(T=1.0,max_rel=3)  INSQ(max_rel=3)
+             SDCG(max_rel=3)@10  NERR8(max_rel=3)@10  NERR9(max_rel=3)@10
+             NERR10(p=0.9,max_rel=3)  NERR11(T=1.0,max_rel=3)
   ranx       mrr@10  ndcg@10  ndcg_burges@10  precision@10  recall@100  map@100
              hit_rate@10  r-precision
 NDCG gains are the judged grades whatever -l says (trec_eval's rule); ndcg_burges uses
@@ -177,9 +219,13 @@ class Measure:
             evaluation's level (``-l``).
         gains: custom NDCG gains as ``((grade, gain), ...)`` in the order given (trec_eval's
             ``ndcg.1=0.5,2=3``), None for the grades themselves.
-        p: RBP's persistence (``rbp``, ``rbp_resid``), None for the other families.
+        p: the persistence of ``rbp``, ``rbp_rel``, ``rbp_resid`` and ``nerr10``, None for the
+            other families.
         judged_only: computed on the condensed list, without the unjudged documents
             (ir_measures' ``judged_only=True``; ``evaluate(judged_only=True)`` sets it on all).
+        params: real parameters of the measures that take them: cwl_eval's families'
+            ``(min_rel, max_rel)``, then ``T`` for those with one (see :data:`CWL_FAMILIES`);
+            empty for the other families.
     """
 
     name: str
@@ -189,6 +235,7 @@ class Measure:
     gains: tuple[tuple[int, float], ...] | None = None
     p: float | None = None
     judged_only: bool = False
+    params: tuple[float, ...] = ()
 
     @property
     def is_count(self) -> bool:
@@ -244,38 +291,103 @@ def _persistence(text: str, name: str) -> float:
     except ValueError:
         p = math.nan
     if not 0.0 < p < 1.0:
-        raise ValueError(f"measure {name!r}: RBP's p must be a number in (0, 1), got {text!r}")
+        raise ValueError(f"measure {name!r}: the persistence p must be a number in (0, 1), got {text!r}")
     return p
+
+
+def _split_params(text: str) -> list[str]:
+    """``rel=2, gains={0: 0, 1: 3}`` split at the commas outside braces."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _gain_map(value: str, name: str) -> tuple[tuple[int, float], ...]:
+    """ir_measures' ``gains={0: 0, 1: 1, 2: 3}``: integer grades >= 0 to integer gains >= 0."""
+    pairs = []
+    body = value[1:-1] if value.startswith("{") and value.endswith("}") else None
+    for pair in filter(None, (p.strip() for p in (body or "!").split(","))):
+        level, colon, gain = (x.strip() for x in pair.partition(":"))
+        if not (colon and re.fullmatch(r"\d+", level) and re.fullmatch(r"\d+", gain)):
+            raise ValueError(
+                f"measure {name!r}: gains must map grades >= 0 to integer gains >= 0, as in "
+                f"gains={{0: 0, 1: 1, 2: 3}}; got {value!r}"
+            )
+        pairs.append((int(level), float(gain)))
+    return tuple(pairs)
+
+
+def _cwl_param(key: str, value: str, name: str) -> float:
+    """A C/W/L parameter: ``T`` a positive number, ``min_rel``/``max_rel`` integers."""
+    if key != "T":
+        if not re.fullmatch(r"[+-]?\d+", value):
+            raise ValueError(f"measure {name!r}: {key} must be an integer, got {value!r}")
+        return int(value)
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not number > 0 or math.isinf(number):
+        raise ValueError(f"measure {name!r}: T must be a positive number, got {value!r}")
+    return number
 
 
 def _ir_measure(name: str, match: re.Match) -> Measure:
     family, takes_cutoff, takes_rel = _IR_MEASURES[match["name"]]
     rel = 1 if match["name"] == "NumRelRet" else None
-    p = _IR_RBP_P if family == "rbp" else None
-    judged_only = False
-    for param in filter(None, (p.strip() for p in (match["params"] or "").split(","))):
+    p = {"rbp": _IR_RBP_P, "nerr10": 0.9}.get(family)  # ir_measures' defaults
+    judged_only, gains, dcg = False, None, "log2"
+    cwl: dict[str, float] = {}  # C/W/L parameters, with ir_measures' defaults
+    if family in CWL_FAMILIES:
+        cwl = {"min_rel": 0, **({"T": 1.0} if "T" in CWL_FAMILIES[family] else {})}
+    for param in _split_params(match["params"] or ""):
         key, _, value = param.partition("=")
         key, value = key.strip(), value.strip()
         if key == "rel" and takes_rel and re.fullmatch(r"\d+", value):
             rel = int(value)
-        elif key == "dcg" and family == "ndcg" and value.strip("'\"") == "log2":
-            continue
-        elif key == "p" and family == "rbp":
+        elif key == "dcg" and value.strip("'\"") in _DCG.get(family, ()):
+            dcg = value.strip("'\"")
+        elif key == "gains" and family == "ndcg":
+            gains = _gain_map(value, name)
+        elif key == "p" and family in ("rbp", "nerr10"):
             p = _persistence(value, name)
         elif key == "judged_only" and family in _JUDGED_ONLY and value in ("True", "False"):
             judged_only = value == "True"
+        elif family in CWL_FAMILIES and key in ("min_rel", "max_rel", *CWL_FAMILIES[family]):
+            cwl[key] = _cwl_param(key, value, name)
         else:
             raise ValueError(
                 f"measure {name!r}: parameter {param!r} is not supported (supported: rel=INT for "
-                "P, AP, RR, Success, Rprec, NumRet, Bpref; dcg=log2 for nDCG; p=NUMBER for RBP; "
-                "judged_only=True/False for P, RR, AP, nDCG)"
+                "P, AP, RR, Success, Rprec, NumRet, Bpref, RBP; dcg='log2'/'exp-log2' and "
+                "gains={GRADE: GAIN, ...} for nDCG; p=NUMBER for RBP, NERR10; judged_only=True/False "
+                "for P, R, RR, AP, nDCG, Success, Rprec; T=NUMBER, min_rel=INT, max_rel=INT for "
+                "BPM, INST, INSQ, SDCG, NERR8-11 (T for BPM, INST, INSQ, NERR11))"
             )
     k = _cutoff(match["k"], name) if match["k"] is not None else None
     if k is not None and not takes_cutoff:
         raise ValueError(f"measure {name!r}: {match['name']} takes no cutoff")
     if family == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=L) counts relevant ones
         family = "num_rel_ret"
-    return Measure(name, family, k, rel, p=p, judged_only=judged_only)
+    if family == "rbp" and rel is not None:  # binary gains (ir_measures' RBP(rel=L))
+        family = "rbp_rel"
+    if dcg == "exp-log2" and family == "ndcg":
+        if gains is not None:
+            raise ValueError(f"measure {name!r}: nDCG takes gains= or dcg='exp-log2', not both")
+        family = "ndcg_burges"
+    if family in CWL_FAMILIES:
+        if "max_rel" not in cwl:
+            raise ValueError(f"measure {name!r}: {match['name']} needs max_rel=INT (the largest grade)")
+        if not cwl["min_rel"] < cwl["max_rel"]:
+            raise ValueError(f"measure {name!r}: min_rel must be less than max_rel, got {cwl}")
+        if family in _CWL_CUTOFF and k is None:
+            raise ValueError(f"measure {name!r}: {match['name']} needs a cutoff, e.g. {match['name']}@10")
+    params = tuple(float(cwl[key]) for key in ("min_rel", "max_rel", "T") if key in cwl)
+    return Measure(name, family, k, rel, gains, p, judged_only, params)
 
 
 def _expand(name: str) -> list[Measure]:

@@ -4,6 +4,7 @@ The binary measures (P, recall, map, recip_rank, success, Rprec, num_rel_ret) ar
 scorers on a batch ranked at their relevance level, with R (``num_relevant``) taken from the
 qrels; NDCG is computed here because its gains follow trec_eval's rules
 (:mod:`ignite_ranking.trec.gains`), not the kernel's.
+cwl_eval's C/W/L measures (BPM, INST, INSQ, SDCG, NERR8-11) are :mod:`ignite_ranking.trec.cwl`'s.
 The persistence and judgement measures (rbp, rbp_resid, bpref, ERR, nERR, Judged) are the
 kernel's :mod:`~ignite_ranking.kernels.persistence` and :mod:`~ignite_ranking.kernels.judged`
 scorers on the same batch, whose ``judged`` flags say which ranked documents the qrels judge
@@ -20,7 +21,9 @@ import numpy as np
 import torch
 
 from ..kernels import RankedBatch, judged, persistence, scoring
+from .cwl import cwl_values
 from .gains import GainRule
+from .measures import CWL_FAMILIES
 
 __all__ = ["Batch", "family_values"]
 
@@ -81,9 +84,11 @@ def family_values(
     judged_only: bool,
     p: float | None,
     cutoffs: Sequence[int],
+    params: Sequence[float] = (),
 ) -> np.ndarray:
     """``(n, len(cutoffs))`` values of one family at one relevance level (cutoffs are ints:
-    the caller substitutes a cutoff covering the whole ranking for "no cutoff")."""
+    the caller substitutes a cutoff covering the whole ranking for "no cutoff"); ``params``:
+    the family's real parameters (:attr:`~ignite_ranking.trec.measures.Measure.params`)."""
     ranked = (batch.condensed if judged_only else batch.ranked)[level]
     n = ranked.labels.shape[0]
     if family == "P":
@@ -110,6 +115,11 @@ def family_values(
     elif family == "rbp":
         assert p is not None
         values = persistence.rank_biased_precision(ranked, cutoffs, p, _rbp_gains(ranked, batch.max_grade))
+    elif family == "rbp_rel":  # binary gains: relevant at the measure's level
+        assert p is not None
+        values = persistence.rank_biased_precision(ranked, cutoffs, p)
+    elif family in CWL_FAMILIES:
+        values = cwl_values(ranked, family, cutoffs, p, params)
     elif family == "rbp_resid":
         assert p is not None
         values = persistence.rbp_residual(ranked, cutoffs, p)

@@ -1,0 +1,126 @@
+"""Qrels and runs held in memory (dicts of dicts, DataFrames, row iterables) as the readers' columns.
+
+:func:`columns` gives what :func:`~ignite_ranking.trec.read_qrels` / :func:`~ignite_ranking.trec.read_run`
+give for a file: the distinct query ids, an ``int32`` query code per entry, the document ids as
+one fixed-width bytes array and the values as ``float64``, built with as little Python per
+entry as possible:
+
+- a dict of dicts is walked by C iterators only (``chain``, ``map``), with no Python code per
+  entry and no list of its entries: its document ids and values go straight into numpy, and its
+  query codes repeat each query's index by its number of entries;
+- document ids become a bytes array as the readers make them. ASCII ``str`` ids are copied by
+  numpy in C (one pass for the width, one for the copy). Other ids are joined into one
+  newline-separated UTF-8 string (one ``str.join`` and one ``encode`` in C) and cut back into
+  tokens by the readers' vectorized gather: ids that are not ``str`` (ints...) go through
+  ``str()`` first, so ``7`` and ``"7"`` are the same document. An id holding a newline sends
+  the list through a per-id path.
+
+Example:
+    >>> qids, qid, docno, values = columns({"q1": {"d1": 1, "d2": 0}, "q2": {3: 2}}, "qrels")
+    >>> qids, qid.tolist(), docno.tolist(), values.tolist()
+    (['q1', 'q2'], [0, 0, 1], [b'd1', b'd2', b'3'], [1.0, 0.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from itertools import chain
+from operator import methodcaller
+
+import numpy as np
+
+from .io import _PAD, _as_bytes, _gather
+
+__all__ = ["FIELDS", "columns", "doc_ids"]
+
+#: The columns ir_measures names: (query, document, value) of qrels and of runs.
+FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
+
+
+def doc_ids(ids: Collection) -> np.ndarray:
+    """Document ids as the readers' fixed-width bytes array: ``str`` ids in UTF-8, ``bytes`` ids as
+    they are when every id is ASCII ``str`` or ``bytes``, other ids through ``str()``."""
+    if not len(ids):
+        return np.zeros(0, dtype="S1")
+    try:  # ASCII str (and bytes) ids: numpy copies them in C, without a bytes object per id
+        width = max(max(map(len, ids)), 1)
+        return np.fromiter(ids, dtype=f"S{width}", count=len(ids))
+    except (UnicodeEncodeError, TypeError, ValueError):
+        pass
+    blob = _joined(ids)
+    if blob.count(b"\n") != len(ids) - 1:  # an id holds a newline: one id at a time
+        return np.array([_joined([d]) for d in ids], dtype="S")
+    size = len(blob) + 1
+    buffer = np.empty(size + _PAD, dtype=np.uint8)  # _gather reads up to _PAD bytes past a token
+    buffer[: len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    buffer[len(blob)] = 10
+    ends = np.flatnonzero(buffer[:size] == 10)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    np.add(ends[:-1], 1, out=starts[1:])
+    return _as_bytes(_gather(buffer, size, starts, ends))
+
+
+def _joined(ids: Iterable) -> bytes:
+    """The ids joined by newlines, in UTF-8; ids that are not ``str`` go through ``str()``."""
+    try:
+        return "\n".join(ids).encode("utf-8")
+    except TypeError:  # not all str
+        return "\n".join(map(str, ids)).encode("utf-8")
+
+
+class _Chained:
+    """The entries of several collections as one collection, without copying them into a list."""
+
+    def __init__(self, parts: list, count: int) -> None:
+        self.parts, self.count = parts, count
+
+    def __iter__(self) -> Iterator:
+        return chain.from_iterable(self.parts)
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _dict_columns(data: Mapping, name: str):
+    queries = list(data.values())
+    bad = next((entries for entries in queries if not isinstance(entries, Mapping)), None)
+    if bad is not None:
+        raise TypeError(
+            f"{name}: a dict of dicts maps each query id to a dict of document id -> value, "
+            f"got a {type(bad).__name__} for a query"
+        )
+    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+    total = int(counts.sum())
+    docs = doc_ids(_Chained(queries, total))
+    values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
+    codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
+    return [str(q) for q in data], codes, docs, values
+
+
+def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """``(qids, qid codes, doc ids, values)`` of ``name`` (``"qrels"`` or ``"run"``): a dict of
+    dicts, a pandas DataFrame with ir_measures' columns (:data:`FIELDS`), or an iterable of rows
+    with those attributes (ir_measures' namedtuples)."""
+    fields = FIELDS[name]
+    if isinstance(data, Mapping):
+        return _dict_columns(data, name)
+    if hasattr(data, "itertuples") and hasattr(data, "columns"):  # pandas DataFrame
+        import pandas as pd
+
+        missing = [f for f in fields if f not in data.columns]
+        if missing:
+            raise ValueError(
+                f"{name}: the DataFrame lacks the columns {missing}; it has {list(data.columns)}"
+            )
+        codes, uniques = pd.factorize(data[fields[0]])
+        docs = doc_ids(data[fields[1]].tolist())
+        return [str(q) for q in uniques], codes.astype(np.int32), docs, data[fields[2]].to_numpy(np.float64)
+    index: dict = {}
+    codes, ids, values = [], [], []
+    for row in data:
+        codes.append(index.setdefault(getattr(row, fields[0]), len(index)))
+        ids.append(getattr(row, fields[1]))
+        values.append(getattr(row, fields[2]))
+    qids = [str(q) for q in index]
+    return qids, np.asarray(codes, dtype=np.int32), doc_ids(ids), np.asarray(values, np.float64)
