@@ -162,6 +162,17 @@ def trio(top_k, ties):
     )
 
 
+def many_cutoffs_group(top_k: list[int]) -> RankingMetrics:
+    return RankingMetrics(
+        mrr=MRR(top_k),
+        hit=HitRate(top_k),
+        ndcg=NDCG(top_k),
+        precision=Precision(top_k),
+        recall=Recall(top_k),
+        map=MAP(top_k),
+    )
+
+
 def deep_trio(what: str, data: Callable, ties: str, suffix: str = "", **options) -> Case:
     """MRR+NDCG+Recall at a depth of half the row, half the items relevant."""
     name = f"MRR+NDCG+Recall@50,000, 50% relevant, {what}{ties}{suffix}"
@@ -202,6 +213,22 @@ CASES = [
         fixed(1_000),
         size=(64, 1_000),
         argsort_rr=tuple(range(1, 100_001)),
+    ),
+    *(
+        Case(
+            f"64x1,000, {what} top_k=1..100,000",
+            continuous,
+            metric,
+            fixed(1_000),
+            size=(64, 1_000),
+            argsort_rr=tuple(range(1, 100_001)),
+        )
+        for what, metric in (
+            ("NDCG", lambda: NDCG(list(range(1, 100_001)))),
+            ("Precision", lambda: Precision(list(range(1, 100_001)))),
+            ("MAP, average", lambda: MAP(list(range(1, 100_001)), ties="average")),
+            ("group of six", lambda: many_cutoffs_group(list(range(1, 100_001)))),
+        )
     ),
     *(deep_trio("", half_relevant, ties) for ties in ("first", "optimistic", "average")),
     *(deep_trio("quantized scores, ", quantized_half_relevant, ties) for ties in ("average", "optimistic")),

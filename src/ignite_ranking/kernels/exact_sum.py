@@ -36,7 +36,16 @@ import math
 
 import torch
 
-__all__ = ["LIMBS", "carry", "from_floats", "limb_means", "limb_sums", "limb_totals"]
+__all__ = [
+    "LIMBS",
+    "carry",
+    "carry_",
+    "from_floats",
+    "limb_means",
+    "limb_sums",
+    "limb_totals",
+    "weighted_limb_sums",
+]
 
 LIMBS = 4
 """Limbs of one sum: whole part, high and low 32-bit fraction limbs, out-of-range flags."""
@@ -46,6 +55,7 @@ _BOUND = 2.0**31  # largest magnitude held; every level's parts stay within 2**3
 _BLOCK = 2**16  # values per block: two float64 scratch blocks of 512 KiB stay in cache
 _ROWS = 2**21  # rows per block: sums of 2**21 parts of 2**31 units or less are exact in float64
 _MASK = 2**32 - 1
+_CARRY_ROWS = 2**13  # sums carried a pass: 32,768 limbs
 
 
 def limb_sums(values: torch.Tensor) -> torch.Tensor:
@@ -79,18 +89,72 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
     return sums
 
 
+def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """:func:`limb_sums` of ``(n, c)`` values whose row ``i`` stands for ``weights[i]`` equal rows.
+
+    Each value ``v`` is rounded on its own to the nearest multiple of 2**-64, as :func:`limb_sums`
+    rounds it, here split as ``trunc(v)``, then the fraction's high and (rounded) low 32 bits,
+    each exact; the parts times the rows' weights are summed exactly (float64 sums of integers
+    below 2**53 while the weights total at most 2**21, int64 beyond). The totals, and so the
+    carried limbs, are those of the rows repeated, to the bit: ``(c, LIMBS)`` (a column with a
+    flagged value is flagged once, as :func:`limb_sums` flags it within 2**21 rows, and its other
+    limbs are not defined). For a few distinct rows standing for many (P@k past the ranked
+    depth: the few hit counts over each k).
+    """
+    v = values.to(torch.float64)
+    rows, columns = v.shape
+    w = weights.to(device=v.device, dtype=torch.int64)
+    in_floats = int(w.sum()) <= _ROWS
+    w_floats = w.to(torch.float64)
+    out = torch.zeros((columns, LIMBS), dtype=torch.int64, device=v.device)
+    width = max(1, _BLOCK // 2 // max(1, rows))  # 32,768 values a pass, as carry_
+    for left in range(0, columns, width):
+        block = v[:, left : left + width]
+        if block.numel() and not bool(block.abs().amax() < _BOUND):  # a NaN or a value too large
+            flagged = ~(block.abs() < _BOUND)
+            block = block.masked_fill(flagged, 0.0)
+            out[left : left + width, -1] = (flagged & (w[:, None] > 0)).any(dim=0)
+        whole = block.trunc()
+        scaled = (block - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
+        high = scaled.trunc()
+        low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
+        for level, part in enumerate((whole, high, low)):
+            if in_floats:  # integers of at most 2**32 times weights totalling at most 2**21
+                out[left : left + width, level] = (w_floats @ part).to(torch.int64)
+            else:
+                out[left : left + width, level] = (part.to(torch.int64) * w[:, None]).sum(dim=0)
+    return carry(out)
+
+
 def carry(sums: torch.Tensor) -> torch.Tensor:
     """Limbs with the fraction limbs' carries moved up (each fraction limb in ``[0, 2**32)``).
 
     Sums of carried limbs (across updates or processes) stay far from overflow; carrying again
     gives the one canonical form of a total, so equal totals have equal limbs.
     """
-    whole, high, low, flags = sums.unbind(dim=-1)
-    high = high + (low >> 32)  # arithmetic shifts: floor division, right for negative limbs too
-    low = low & _MASK
-    whole = whole + (high >> 32)
-    high = high & _MASK
-    return torch.stack([whole, high, low, flags], dim=-1)
+    return carry_(sums.clone())
+
+
+def carry_(sums: torch.Tensor) -> torch.Tensor:
+    """:func:`carry` in place (no stack of the limbs: ~30x faster for 100,000 sums); ``sums``.
+
+    A contiguous ``sums`` is carried ``_CARRY_ROWS`` sums at a time: passes of 32,768 limbs stay
+    below torch's grain for parallel work, whose every pass waits for all threads (about 10 ms
+    a pass on a busy machine).
+    """
+    rows = sums.reshape(-1, LIMBS) if sums.is_contiguous() else None
+    chunks = (
+        [sums]
+        if rows is None
+        else [rows[top : top + _CARRY_ROWS] for top in range(0, rows.shape[0], _CARRY_ROWS)]
+    )
+    for chunk in chunks:
+        whole, high, low, _ = chunk.unbind(dim=-1)
+        high.add_(low >> 32)  # arithmetic shifts: floor division, right for negative limbs too
+        low.bitwise_and_(_MASK)
+        whole.add_(high >> 32)
+        high.bitwise_and_(_MASK)
+    return sums
 
 
 def limb_totals(sums: torch.Tensor) -> list[int | None]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["coverage", "gini_index", "item_counts"]
+__all__ = ["coverage", "distinct_item_counts", "gini_index", "item_counts"]
 
 
 def item_counts(indices: torch.Tensor, cutoffs: Sequence[int], num_items: int) -> torch.Tensor:
@@ -31,15 +31,28 @@ def item_counts(indices: torch.Tensor, cutoffs: Sequence[int], num_items: int) -
         >>> item_counts(torch.tensor([[2, 0, 1], [2, 1, -1]]), [1, 3], 4).tolist()
         [[0, 0, 2, 0], [1, 2, 2, 0]]
     """
+    head = distinct_item_counts(indices, cutoffs, num_items)
+    return torch.cat([head, head[-1:].expand(len(cutoffs) - head.shape[0], -1)])
+
+
+def distinct_item_counts(indices: torch.Tensor, cutoffs: Sequence[int], num_items: int) -> torch.Tensor:
+    """The rows of :func:`item_counts` for the cutoffs below K and the first at or past it (the
+    later cutoffs see the same K items: their rows repeat the last), each counted from the one
+    before: O(batch x K + rows x num_items)."""
     if indices.numel() and int(indices.max()) >= num_items:
         raise ValueError(
             f"num_items is the catalog size and must exceed every ranked item id; got num_items="
             f"{num_items} and an item id {int(indices.max())}."
         )
-    counts = []
+    depth = indices.shape[1]
+    counts, running, start = [], torch.zeros(num_items, dtype=torch.int64, device=indices.device), 0
     for k in cutoffs:
-        top = indices[:, :k].reshape(-1)
-        counts.append(torch.bincount(top[top >= 0], minlength=num_items))
+        if start >= depth and counts:
+            break
+        top = indices[:, start:k].reshape(-1)
+        running = running + torch.bincount(top[top >= 0], minlength=num_items)
+        counts.append(running)
+        start = min(k, depth)
     if not counts:
         return torch.zeros(0, num_items, dtype=torch.int64, device=indices.device)
     return torch.stack(counts)

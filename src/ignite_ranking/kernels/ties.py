@@ -36,6 +36,7 @@ import torch
 from .boundary import GainOf
 
 __all__ = [
+    "AskedCutoffs",
     "BlockTail",
     "SortedTail",
     "TieBlocks",
@@ -101,6 +102,16 @@ class SortedTail:
         )
 
 
+class AskedCutoffs(list):
+    """Some of a metric's cutoffs, ascending, that remember how many it asked for: a metric that
+    scores only the first of those at or past the ranked depth (their values repeat) passes them
+    so, and :meth:`TieBlocks.few_blocks` chooses the same summation as for all of them."""
+
+    def __init__(self, cutoffs: Sequence[int], asked: int):
+        super().__init__(cutoffs)
+        self.asked = asked
+
+
 @dataclass
 class TieBlocks:
     """The tied blocks of the ranked positions: one slot per block, and each position's block.
@@ -159,8 +170,10 @@ class TieBlocks:
     def few_blocks(self, cutoffs: Sequence[int]) -> bool:
         """Whether :meth:`sums_to_cutoffs` over the block slots costs less than a cumulative sum
         over the ranks (a few dozen passes over ``(batch, S, len(cutoffs))`` against a few over
-        ``(batch, K)``), as with quantized scores."""
-        return 16 * self.block_size.shape[1] * len(cutoffs) <= self.block_id.shape[1]
+        ``(batch, K)``), as with quantized scores. For :class:`AskedCutoffs`, as for all the
+        cutoffs asked (the two sums can differ in the last bits)."""
+        asked = cutoffs.asked if isinstance(cutoffs, AskedCutoffs) else len(cutoffs)
+        return 16 * self.block_size.shape[1] * asked <= self.block_id.shape[1]
 
     def sums_to_cutoffs(
         self, totals: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -113,13 +113,18 @@ class AUC(SingleValueMetric):
             settings["max_fpr"] = self.max_fpr
         return settings
 
+    cutoff_tail = "repeat"
+
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return (ranked.num_relevant > 0) & (ranked.num_nonrelevant > 0)
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         if self.top_k is None and self.max_fpr is None:
             return auc.auc(ranked)
-        return auc.auc_at(ranked, self.top_k, self.max_fpr)
+        return self.score_at(ranked, self.top_k)
+
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int] | None) -> torch.Tensor:
+        return auc.auc_at(ranked, cutoffs, self.max_fpr)
 
 
 class GAUC(AUC):

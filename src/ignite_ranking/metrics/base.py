@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import copy
 import inspect
 import math
@@ -26,7 +27,16 @@ from ..kernels import (
     check_ties,
     normalize_top_k,
 )
-from ..kernels.exact_sum import LIMBS, carry, from_floats, limb_means, limb_sums, limb_totals
+from ..kernels.exact_sum import (
+    LIMBS,
+    carry,
+    carry_,
+    from_floats,
+    limb_means,
+    limb_sums,
+    limb_totals,
+    weighted_limb_sums,
+)
 from ..kernels.forms import (
     FlatRows,
     Normalized,
@@ -39,6 +49,7 @@ from ..kernels.forms import (
     normalize,
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from ..kernels.ties import AskedCutoffs
 from .label_notes import LabelNotes
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 
@@ -234,6 +245,11 @@ class RankingMetric(Metric):
     count_rule = "had a label >= relevance_threshold"
     # What a query that :meth:`counted` rejects lacks, for empty_target_action="error".
     empty_rule = "has no label >= relevance_threshold={threshold:g}"
+    # What the values do at the cutoffs at or past the ranked depth K (every ranked position
+    # within them): None, no promise (scored at each cutoff); "repeat", every such cutoff has the
+    # value of the first; "divide", a numerator that stops growing divided by k (P@k = hits / k).
+    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate).
+    cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
     required_output_keys = ("y_pred", "y")
@@ -355,6 +371,16 @@ class RankingMetric(Metric):
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         """Per-query values ``(batch, num_values)`` of a ranked batch."""
+        return self.score_at(ranked, self.top_k)
+
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        """Per-query values ``(batch, len(cutoffs))`` at some of the metric's cutoffs (ascending);
+        a metric with a ``cutoff_tail`` implements this instead of :meth:`score`."""
+        raise NotImplementedError
+
+    def numerators_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        """``(batch, len(cutoffs))`` float64, for ``cutoff_tail = "divide"``: the numerators whose
+        quotients by the cutoffs are :meth:`score_at`'s values, to the bit."""
         raise NotImplementedError
 
     def check_ranked(self, ranked: RankedBatch) -> None:
@@ -476,33 +502,113 @@ class RankingMetric(Metric):
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         """Adds the values of a ranked batch to the sums (no checks: the batch is valid, and
         :meth:`refuse_empty` has passed it)."""
-        values = self.score(condense(ranked) if self.judged_only else ranked)
+        scored = condense(ranked) if self.judged_only else ranked
+        tail = self._tail(scored.depth)
+        numerators = None
+        if tail is None:
+            values = self.score(scored)
+        elif self.cutoff_tail == "divide":
+            numerators = self.numerators_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
+            values = numerators / self._cutoff_ks()[: tail + 1].to(numerators.device)
+            numerators = numerators[:, -1]  # at the first cutoff at or past the depth, and beyond
+        else:
+            values = self.score_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
         counted = self.counted(ranked) if self.empty_target_action in ("skip", "pos") else None
-        self.add_values(values, counted, query_ids)
+        self.add_values(values, counted, query_ids, tail=tail, numerators=numerators)
 
     def add_values(
-        self, values: torch.Tensor, counted: torch.Tensor | None, query_ids: torch.Tensor | None = None
+        self,
+        values: torch.Tensor,
+        counted: torch.Tensor | None,
+        query_ids: torch.Tensor | None = None,
+        *,
+        tail: int | None = None,
+        numerators: torch.Tensor | None = None,
     ) -> None:
         """Adds ``(batch, num_values)`` per-query values to the sums; ``counted`` (the rows that
-        :meth:`counted` accepts) is needed under ``empty_target_action`` "skip" and "pos"."""
+        :meth:`counted` accepts) is needed under ``empty_target_action`` "skip" and "pos".
+
+        With ``tail`` (see :meth:`accumulate`), ``values`` hold the cutoffs up to ``top_k[tail]``
+        only, the first at or past the ranked depth, which stands for the later ones; under
+        ``cutoff_tail = "divide"``, ``numerators`` ``(batch,)`` are its numerators.
+        """
         action = self.empty_target_action
-        if action == "pos":
-            values = torch.where(counted[:, None], values, torch.ones_like(values))
-        elif action == "skip" and not self.zero_without_hits:
-            # A query without relevant items scores 0 (the scorers' contract), so it adds nothing
-            # to the sums and only the count leaves it out: no host synchronization, and no
-            # masked copy of the (batch, cutoffs) values, which can be large. Measures that
-            # score such a query (Judged@k, the RBP residual) are masked.
-            values = torch.where(counted[:, None], values, torch.zeros_like(values))
+        # A query without relevant items scores 0 (the scorers' contract), so under "skip" it
+        # adds nothing to the sums and only the count leaves it out: no host synchronization,
+        # and no masked copy of the (batch, cutoffs) values, which can be large. Measures that
+        # score such a query (Judged@k, the RBP residual) are masked.
+        masked = action == "pos" or (action == "skip" and not self.zero_without_hits)
+        fill = 1.0 if action == "pos" else 0.0
+        if masked:
+            values = torch.where(counted[:, None], values, fill)
+        if numerators is not None and masked:  # those of the filled queries are left out (_tail_sums)
+            numerators = torch.where(counted, numerators, 0.0)
         if self._keeps_values:
-            self._keep_per_query(values, query_ids, counted if action == "skip" else None)
+            kept = (
+                values if tail is None else self._spread_tail(values, tail, numerators, counted, fill, masked)
+            )
+            self._keep_per_query(kept, query_ids, counted if action == "skip" else None)
         if action == "skip":
             self._num_examples += counted.sum().to(self._device)
         else:
             self._num_examples += values.shape[0]
-        if self.confidence is not None:  # the squares too, for the intervals
-            values = torch.cat([values, values.to(torch.float64).square()], dim=1)
-        self._add_to_sums(limb_sums(values))
+        squares = self.confidence is not None  # the squares too, for the intervals
+        parts = [values.to(torch.float64).square()] if squares else []
+        if tail is None:
+            self._add_to_sums(limb_sums(torch.cat([values, *parts], dim=1) if squares else values))
+            return
+        filled = (~counted).sum() if masked and fill else None
+        sums = [
+            part
+            for power, v in enumerate([values, *parts])
+            for part in self._tail_sums(limb_sums(v), tail, numerators, filled, power)
+        ]
+        self._add_to_sums(*sums)
+
+    def _tail(self, depth: int) -> int | None:
+        """Where the cutoffs at or past the ranked ``depth`` start (the first of them is scored
+        and stands for the rest), or None when fewer than two are (each cutoff is scored)."""
+        if self.cutoff_tail is None or self.top_k is None:
+            return None
+        first = bisect.bisect_left(self.top_k, depth)
+        return first if first < len(self.top_k) - 1 else None
+
+    def _cutoff_ks(self) -> torch.Tensor:
+        """The cutoffs as a float64 tensor, built once per list (100,000 of them take ~10 ms)."""
+        cached = self.__dict__.get("_ks")
+        if cached is None or cached[0] is not self.top_k:
+            cached = self._ks = (self.top_k, torch.tensor(self.top_k, dtype=torch.float64))
+        return cached[1]
+
+    def _spread_tail(self, values, tail, numerators, counted, fill, masked) -> torch.Tensor:
+        """The ``(batch, len(top_k))`` values of every cutoff from those scored up to ``tail``."""
+        rest = len(self.top_k) - tail - 1
+        if numerators is None:
+            return torch.cat([values, values[:, -1:].expand(-1, rest)], dim=1)
+        spread = numerators[:, None] / self._cutoff_ks()[tail + 1 :].to(values.device)
+        if masked:
+            spread = torch.where(counted[:, None], spread, fill)
+        return torch.cat([values, spread], dim=1)
+
+    def _tail_sums(self, sums, tail, numerators, filled, power) -> list[torch.Tensor]:
+        """The limbs of every cutoff, as two blocks of rows, from ``sums``, those of the cutoffs
+        scored up to ``tail``: the last repeated (a view), or under "divide" the sums over the
+        distinct numerators ``n`` of ``(n / k) ** power`` times their queries, plus 1 for each of
+        ``filled`` queries.
+
+        Each value is rounded on its own as :func:`limb_sums` rounds it, so the limbs are those
+        of the values of every cutoff summed: the same to the bit.
+        """
+        rest = len(self.top_k) - tail - 1
+        if numerators is None:
+            return [sums, sums[-1:].expand(rest, -1)]
+        distinct, queries = torch.unique(numerators, return_counts=True)
+        nonzero = distinct != 0  # 0 / k adds nothing (nor do the filled queries, held at 0 here)
+        spread = distinct[nonzero, None] / self._cutoff_ks()[tail + 1 :].to(distinct.device)
+        tail_sums = weighted_limb_sums(spread.square() if power else spread, queries[nonzero])
+        if filled is not None:
+            tail_sums[:, 0] += filled.to(tail_sums.device)
+        return [sums, tail_sums]
 
     @property
     def _sum_rows(self) -> int:
@@ -518,8 +624,13 @@ class RankingMetric(Metric):
         """The empty sums: ``(rows, LIMBS)`` int64 fixed-point limbs."""
         return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
 
-    def _add_to_sums(self, sums: torch.Tensor) -> None:
-        self._sum_per_k = carry(self._sum_per_k + sums.to(self._device))
+    def _add_to_sums(self, *sums: torch.Tensor) -> None:
+        """Adds ``sums``, limbs of consecutive rows of the state (expanded views too), in place."""
+        state, row = self._sum_per_k, 0
+        for part in sums:
+            state[row : row + part.shape[0]] += part.to(state.device)
+            row += part.shape[0]
+        carry_(state)
 
     @property
     def _keeps_values(self) -> bool:

@@ -8,7 +8,7 @@ construction on any device. A list shorter than k (``-1`` padding, items left ou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -54,6 +54,7 @@ class _ListMeasure(RankingMetric):
     needs_labels = False
     reads_relevance = False
     zero_without_hits = False
+    cutoff_tail = "repeat"
     min_items = 1
     keeps = "queries with a listed item"
     statistic = "item_popularity"
@@ -168,10 +169,10 @@ class Novelty(_ListMeasure):
             confidence=confidence,
         )
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         novelty = self._stats.on("novelty", ranked.indices.device)
         lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(novelty, ranked.indices), lengths, self.top_k)
+        return beyond.list_means(beyond.values_at(novelty, ranked.indices), lengths, cutoffs)
 
 
 class AveragePopularity(_ListMeasure):
@@ -231,10 +232,10 @@ class AveragePopularity(_ListMeasure):
             confidence=confidence,
         )
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         popularity = self._stats.on("popularity", ranked.indices.device)
         lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(popularity, ranked.indices), lengths, self.top_k)
+        return beyond.list_means(beyond.values_at(popularity, ranked.indices), lengths, cutoffs)
 
 
 class LongTailShare(_ListMeasure):
@@ -295,10 +296,10 @@ class LongTailShare(_ListMeasure):
             confidence=confidence,
         )
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         tail = self._stats.on("tail", ranked.indices.device)
         lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(tail, ranked.indices), lengths, self.top_k)
+        return beyond.list_means(beyond.values_at(tail, ranked.indices), lengths, cutoffs)
 
 
 class IntraListDiversity(_ListMeasure):
@@ -370,9 +371,9 @@ class IntraListDiversity(_ListMeasure):
                 f"top_k={self.top_k}."
             )
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         unit = self._stats.on("unit", ranked.indices.device)
-        return beyond.intra_list_diversity(ranked.indices, self.top_k, unit)
+        return beyond.intra_list_diversity(ranked.indices, cutoffs, unit)
 
 
 class Serendipity(RankingMetric):
@@ -411,6 +412,7 @@ class Serendipity(RankingMetric):
     """
 
     name = "serendipity"
+    cutoff_tail = "repeat"
     needs_items = True
     needs_labels = False
     without_average = "reads the items of one order of each list"
@@ -454,9 +456,9 @@ class Serendipity(RankingMetric):
     def settings(self) -> dict:
         return {**super().settings(), "item_popularity": self._digest}
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         ranks = self._stats.on("ranks", ranked.indices.device)
-        return beyond.serendipity(ranked.relevant, ranked.indices, self.top_k, ranks)
+        return beyond.serendipity(ranked.relevant, ranked.indices, cutoffs, ranks)
 
 
 class ExpectedExposure(RankingMetric):

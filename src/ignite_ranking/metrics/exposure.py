@@ -56,8 +56,10 @@ class _Exposure(RankingMetric):
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         if ranked.indices is None:
             raise ValueError(f"{type(self).__name__} needs the ranked items' ids")
-        counts = exposure.item_counts(ranked.indices, self.top_k, self.num_items)
-        self._sum_per_k += counts.reshape(-1).to(device=self._device, dtype=torch.int64)
+        counts = exposure.distinct_item_counts(ranked.indices, self.top_k, self.num_items)
+        state = self._sum_per_k.view(len(self.top_k), self.num_items)
+        state[: counts.shape[0]] += counts.to(device=self._device, dtype=torch.int64)
+        state[counts.shape[0] :] += counts[-1:].to(device=self._device, dtype=torch.int64)  # repeated
         self._num_examples += ranked.indices.shape[0]
 
     def _zero_sums(self) -> torch.Tensor:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -37,6 +37,7 @@ class HitRate(RankingMetric):
     """
 
     name = "hit_rate"
+    cutoff_tail = "repeat"
     needs_labels = False
 
     def __init__(
@@ -70,5 +71,5 @@ class HitRate(RankingMetric):
             aggregation=aggregation,
         )
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return scoring.hit_rate(ranked, self.top_k)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return scoring.hit_rate(ranked, cutoffs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ..kernels import RankedBatch, judged
@@ -74,7 +76,8 @@ class Judged(RankingMetric):
     """
 
     name = "judged"
+    cutoff_tail = "repeat"
     zero_without_hits = False
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return judged.judged_at_k(ranked, self.top_k)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return judged.judged_at_k(ranked, cutoffs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ..kernels import RankedBatch, scoring
@@ -99,7 +101,8 @@ class MRR(RankingMetric):
     """
 
     name = "mrr"
+    cutoff_tail = "repeat"
     needs_labels = False
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return scoring.reciprocal_rank(ranked, self.top_k)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return scoring.reciprocal_rank(ranked, cutoffs)

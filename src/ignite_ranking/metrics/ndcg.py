@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -39,6 +39,7 @@ class NDCG(RankingMetric):
     """
 
     name = "ndcg"
+    cutoff_tail = "repeat"
     needs_ideal = True
     _settings_keys = (*RankingMetric._settings_keys, "gain_function")
 
@@ -77,5 +78,5 @@ class NDCG(RankingMetric):
         )
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return scoring.ndcg(ranked, self.top_k, self.gain_function)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return scoring.ndcg(ranked, cutoffs, self.gain_function)

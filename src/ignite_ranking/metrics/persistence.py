@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -15,6 +15,7 @@ __all__ = ["ERR", "NERR", "RBP", "RBPResidual"]
 class _Persistent(RankingMetric):
     """A metric with RBP's persistence ``p`` as an argument."""
 
+    cutoff_tail = "repeat"
     _settings_keys = (*RankingMetric._settings_keys, "p")
 
     def __init__(
@@ -79,8 +80,8 @@ class RBP(_Persistent):
 
     name = "rbp"
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return persistence.rank_biased_precision(ranked, self.top_k, self.p)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return persistence.rank_biased_precision(ranked, cutoffs, self.p)
 
 
 class RBPResidual(_Persistent):
@@ -111,8 +112,8 @@ class RBPResidual(_Persistent):
     name = "rbp_resid"
     zero_without_hits = False
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return persistence.rbp_residual(ranked, self.top_k, self.p)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return persistence.rbp_residual(ranked, cutoffs, self.p)
 
 
 class ERR(RankingMetric):
@@ -176,8 +177,8 @@ class ERR(RankingMetric):
         persistence.expected_reciprocal_rank(_EMPTY, [1], max_grade)  # refuses a bad max_grade
         self.max_grade = float(max_grade)
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return persistence.expected_reciprocal_rank(ranked, self.top_k, self.max_grade)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return persistence.expected_reciprocal_rank(ranked, cutoffs, self.max_grade)
 
 
 class NERR(ERR):
@@ -202,5 +203,5 @@ class NERR(ERR):
     name = "nerr"
     needs_ideal = True
 
-    def score(self, ranked: RankedBatch) -> torch.Tensor:
-        return persistence.normalized_err(ranked, self.top_k, self.max_grade)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return persistence.normalized_err(ranked, cutoffs, self.max_grade)

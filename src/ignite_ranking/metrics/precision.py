@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -100,7 +100,18 @@ class Precision(RankingMetric):
             settings["adaptive_k"] = True
         return settings
 
+    @property
+    def cutoff_tail(self) -> str:
+        """Past the ranked depth P@k is hits / k; under ``adaptive_k``, hits / n: it repeats."""
+        return "repeat" if self.adaptive_k else "divide"
+
     def score(self, ranked: RankedBatch):
         if self.top_k is None:
             return scoring.list_precision(ranked)
-        return scoring.precision(ranked, self.top_k, self.adaptive_k)
+        return self.score_at(ranked, self.top_k)
+
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return scoring.precision(ranked, cutoffs, self.adaptive_k)
+
+    def numerators_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        return ranked.hits(cutoffs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..kernels import RankedBatch, scoring
 from .base import RankingMetric
 
@@ -31,7 +33,8 @@ class Recall(RankingMetric):
 
     needs_counts = True
     name = "recall"
+    cutoff_tail = "repeat"
     needs_labels = False
 
-    def score(self, ranked: RankedBatch):
-        return scoring.recall(ranked, self.top_k)
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]):
+        return scoring.recall(ranked, cutoffs)
