@@ -65,6 +65,12 @@ def continuous_scores(batch: int, items: int, gen: torch.Generator) -> torch.Ten
     return torch.randn(batch, items, generator=gen).round(decimals=4)
 
 
+def eighths(batch, items, gen):
+    """Scores in multiples of 1/8: a tie of a few dozen items across the cutoff in every row."""
+    y_pred = (torch.randn(batch, items, generator=gen) * 8).round() / 8
+    return y_pred, sparse_labels(batch, items, min(5, items), gen)
+
+
 def all_tied(batch, items, gen):
     return torch.zeros(batch, items), sparse_labels(batch, items, min(5, items), gen)
 
@@ -185,6 +191,7 @@ CASES = [
         for ties in ("first", "last", "optimistic", "pessimistic", "average")
     ),
     Case("half the rows tied at the cutoff, first", half_tied, lambda: MRR(TOP_K), fixed(100)),
+    Case("scores in multiples of 1/8, every row tied at the cutoff", eighths, lambda: MRR(TOP_K), fixed(100)),
     Case("half the rows tied at the cutoff, average", half_tied, trio(TOP_K, "average"), fixed(100)),
     Case(
         "NDCG+Recall, 500 relevant a row",

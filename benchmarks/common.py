@@ -48,6 +48,8 @@ def make_batch(batch: int, items: int, kind: str = "continuous", seed: int = 0):
         at the cutoff, most do not).
         ``"quantized"``: scores rounded to multiples of 1/16, so most rows have a tie across the
         cutoff (low-precision or bucketed scores).
+        ``"eighths"``: scores rounded to multiples of 1/8: every row has a tie across the cutoff
+        of a few dozen items (at 100,000 items a row; the case of a tie pass that lists them).
     """
     gen = torch.Generator().manual_seed(seed)
     y = torch.zeros(batch, items)
@@ -63,8 +65,10 @@ def make_batch(batch: int, items: int, kind: str = "continuous", seed: int = 0):
         y_pred = y_pred.round(decimals=4)
     elif kind == "quantized":
         y_pred = (y_pred * 16).round() / 16
+    elif kind == "eighths":
+        y_pred = (y_pred * 8).round() / 8
     else:
-        raise ValueError(f"kind must be 'continuous' or 'quantized', got {kind!r}")
+        raise ValueError(f"kind must be 'continuous', 'quantized' or 'eighths', got {kind!r}")
     return y_pred.contiguous(), y
 
 

@@ -95,6 +95,42 @@ def test_nan_anywhere_in_a_large_batch_is_found():
         F.ndcg(y_pred, torch.ones(64, 100), [5])
 
 
+NAN_KERNEL_PATHS = {
+    # the top-k path: MRR reads the labels' row maxima, Recall counts, NDCG's sparse ideal labels
+    # (few relevant) or its top-k of the labels (many relevant); deep cutoffs sort whole rows
+    "mrr": lambda: MRR([1, 5]),
+    "recall": lambda: Recall([1, 5]),
+    "ndcg": lambda: NDCG([1, 5]),
+    "group": lambda: RankingMetrics(mrr=MRR([1, 5]), ndcg=NDCG([1, 5]), map=MAP([1, 5])),
+    "deep": lambda: NDCG([1, 400]),
+    "average": lambda: MRR([1, 5], ties="average"),
+}
+
+
+@pytest.mark.parametrize("dense_labels", [False, True])
+@pytest.mark.parametrize("where", ["scores", "labels", "both"])
+@pytest.mark.parametrize("name", sorted(NAN_KERNEL_PATHS))
+def test_nan_found_on_every_kernel_path_and_state_untouched(name, where, dense_labels):
+    """The kernel reads NaN off the passes it makes (topk's best score, the labels' maxima):
+    a NaN anywhere is refused with the full check's message (scores first), nothing added."""
+    gen = torch.Generator().manual_seed(3)
+    y_pred = (torch.randn(6, 1000, generator=gen) * 8).round() / 8  # ties across the cutoff
+    share = 0.3 if dense_labels else 0.002
+    y = (torch.rand(6, 1000, generator=gen) < share) * torch.randint(1, 4, (6, 1000), generator=gen)
+    y = y.to(torch.float32)
+    if where in ("scores", "both"):
+        y_pred[4, 777] = math.nan
+    if where in ("labels", "both"):
+        y[2, 999] = math.nan
+    metric = NAN_KERNEL_PATHS[name]()
+    metric.update((torch.randn(6, 1000, generator=gen), (torch.rand(6, 1000, generator=gen) < 0.01).float()))
+    before = str(metric.state_dict())
+    message = "y must not contain NaN labels" if where == "labels" else "y_pred must not contain NaN"
+    with pytest.raises(ValueError, match=message):
+        metric.update((y_pred, y))
+    assert str(metric.state_dict()) == before
+
+
 # --------------------------------------------------------------------------- bad constructor / call arguments
 
 BAD_TOP_K = [

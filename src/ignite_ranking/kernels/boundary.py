@@ -2,10 +2,13 @@
 
 In such a row the boundary score has more items than slots left for it above the cutoff; which
 of them fill the slots is the tie policy's choice, and ``ties="average"`` needs the whole
-block's size, relevant items and gains. A block can be the whole row, so nothing here lists the
-tied items of a row or sorts them: each step is a comparison and a ``torch.topk`` over a key,
-run a few rows at a time (about ``2**21`` elements), which bounds the temporaries whatever the
-tie pattern.
+block's size, relevant items and gains. A block can be the whole row, so nothing here sorts the
+tied items of a row, and large blocks are never listed: :func:`fill_tied_slots` compares the
+crossing rows once (a boolean mask, a quarter of float32 scores) and lists the tied items only
+when at most a sixteenth of the mask is set (quantized scores: a few dozen items a row);
+otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
+over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
+whatever the tie pattern.
 """
 
 from __future__ import annotations
@@ -83,14 +86,15 @@ def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
     return info.min if largest else info.max
 
 
-def _chosen_from_list(tied, wanted, ties, labels):
-    """``_chosen_in_chunk`` for small blocks: list the tied items and order them by the policy."""
-    rows, columns = tied.nonzero(as_tuple=True)  # row-major, columns ascending
+def _listed_in_order(rows, columns, wanted, ties, label_of):
+    """``(row, ordinal, column)`` of the listed tied items the policy puts first, ``wanted[r]`` a
+    row; ``rows``/``columns`` list them row-major, columns ascending, and ``label_of(rows,
+    columns)`` gives their labels (label policies only)."""
     if ties in ("optimistic", "pessimistic"):
-        by_label = labels[rows, columns].argsort(descending=ties == "optimistic", stable=True)
+        by_label = label_of(rows, columns).argsort(descending=ties == "optimistic", stable=True)
         order = by_label[rows[by_label].argsort(stable=True)]
         rows, columns = rows[order], columns[order]
-    per_row = torch.bincount(rows, minlength=tied.shape[0])
+    per_row = torch.bincount(rows, minlength=wanted.shape[0])
     ordinal = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
     if ties == "last":
         ordinal = per_row[rows] - 1 - ordinal
@@ -101,11 +105,12 @@ def _chosen_from_list(tied, wanted, ties, labels):
 def _chosen_in_chunk(tied, wanted, ties, labels):
     """``(row, ordinal, column)`` of the tied items the policy puts first, ``wanted[r]`` a row.
 
-    Small blocks (a sixteenth of the chunk or less, as when scores are quantized) are listed and
-    ordered; larger ones are never listed: a top-k over a key picks the wanted items.
+    Small blocks (a sixteenth of the chunk or less) are listed and ordered; larger ones are never
+    listed: a top-k over a key picks the wanted items.
     """
     if 16 * int(torch.count_nonzero(tied)) <= tied.numel():
-        return _chosen_from_list(tied, wanted, ties, labels)
+        rows, columns = tied.nonzero(as_tuple=True)
+        return _listed_in_order(rows, columns, wanted, ties, lambda r, c: labels[r, c])
     width = int(wanted.max())
     rows = torch.arange(tied.shape[0], device=tied.device)[:, None].expand(-1, width)
     ordinal = torch.arange(width, device=tied.device).expand(tied.shape[0], -1)
@@ -131,6 +136,47 @@ def _chosen_in_chunk(tied, wanted, ties, labels):
     )
 
 
+def _tied_mask(scores: torch.Tensor, boundary: torch.Tensor, crossing: torch.Tensor):
+    """``(rows, tied)``: int64 rows and the ``(rows, num_items)`` mask of their items equal to
+    their boundary value.
+
+    When most rows cross, one comparison of the whole batch (rows without a crossing tie compare
+    with NaN, equal to nothing); otherwise the crossing rows are copied a few at a time into one
+    mask. Few large operations: on a loaded machine every thread hand-off of a small one waits.
+    """
+    batch, num_items = scores.shape
+    if 2 * crossing.numel() > batch:
+        target = torch.full_like(boundary, math.nan).index_copy(0, crossing, boundary[crossing])
+        return torch.arange(batch, device=scores.device), scores == target[:, None]
+    tied = torch.empty(crossing.numel(), num_items, dtype=torch.bool, device=scores.device)
+    step = rows_per_chunk(num_items)
+    for start in range(0, crossing.numel(), step):
+        rows = crossing[start : start + step]
+        torch.eq(scores.index_select(0, rows), boundary[rows, None], out=tied[start : start + step])
+    return crossing, tied
+
+
+def _list_sparse(tied: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``tied.nonzero(as_tuple=True)`` when at most a sixteenth of ``tied`` is set, else None.
+
+    The mask is read as int64 words of 8 items: only the words that hold a tied item are listed
+    and read item by item (an eighth of the work of listing the mask), and their number bounds
+    the tied items before any is listed.
+    """
+    flat = tied.reshape(-1)
+    whole = flat.numel() // 8 * 8
+    words = flat[:whole].view(torch.int64).nonzero().squeeze(1)
+    if 16 * 8 * words.numel() > flat.numel():
+        return None
+    steps = torch.arange(8, device=tied.device)
+    at = (words[:, None] * 8 + steps).reshape(-1)
+    if whole < flat.numel():
+        at = torch.cat([at, torch.arange(whole, flat.numel(), device=tied.device)])
+    at = at[flat[at]]
+    num_items = tied.shape[1]
+    return at.div(num_items, rounding_mode="floor"), at.remainder(num_items)
+
+
 def fill_tied_slots(
     scores: torch.Tensor,
     values: torch.Tensor,
@@ -140,6 +186,10 @@ def fill_tied_slots(
     labels: torch.Tensor | None,
 ) -> torch.Tensor:
     """Refills the boundary slots of ``torch.topk``'s choice in the rows with a crossing tie.
+
+    Small tied blocks (a sixteenth of the rows' items or less, as when scores are quantized) are
+    listed and ordered by the policy at once; larger ones are never listed whole: a top-k over a
+    key picks the wanted items a few rows at a time.
 
     Args:
         scores: ``(batch, num_items)`` scores.
@@ -161,20 +211,28 @@ def fill_tied_slots(
     if labels is not None and labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
     is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
-    wanted_per_row = torch.where(is_crossing, slots, torch.zeros_like(slots))
-    chosen_rows, chosen_slots, chosen_columns = [], [], []
-    for chunk_rows, take, target in row_chunks(scores, boundary, crossing):
-        wanted = take(wanted_per_row)
-        if not bool(wanted.any()):
-            continue
-        chunk_labels = take(labels) if ties in ("optimistic", "pessimistic") else None
-        row, ordinal, column = _chosen_in_chunk(take(scores) == target, wanted, ties, chunk_labels)
-        chosen_rows.append(chunk_rows[row])
-        chosen_slots.append(k - wanted[row] + ordinal)
-        chosen_columns.append(column)
+    rows, tied = _tied_mask(scores, boundary, crossing)
+    wanted = torch.where(is_crossing, slots, torch.zeros_like(slots))[rows]
+    listed = _list_sparse(tied)
+    if listed is not None:
+        row, ordinal, column = _listed_in_order(*listed, wanted, ties, lambda r, c: labels[rows[r], c])
+        chosen = [(rows[row], k - wanted[row] + ordinal, column)]
+    else:
+        chosen = []
+        by_label = ties in ("optimistic", "pessimistic")
+        step = rows_per_chunk(scores.shape[1])
+        for start in range(0, rows.numel(), step):
+            part = slice(start, start + step)
+            if not bool(wanted[part].any()):
+                continue
+            chunk_labels = labels.index_select(0, rows[part]) if by_label else None
+            row, ordinal, column = _chosen_in_chunk(tied[part], wanted[part], ties, chunk_labels)
+            chosen.append((rows[part][row], k - wanted[part][row] + ordinal, column))
     filled = indices.clone()
-    if chosen_rows:
-        filled[torch.cat(chosen_rows), torch.cat(chosen_slots)] = torch.cat(chosen_columns)
+    if chosen:
+        filled[torch.cat([c[0] for c in chosen]), torch.cat([c[1] for c in chosen])] = torch.cat(
+            [c[2] for c in chosen]
+        )
     return filled
 
 

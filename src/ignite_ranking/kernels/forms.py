@@ -31,7 +31,7 @@ import torch
 
 from .batch import RankedBatch
 from .boundary import boundary_blocks
-from .inputs import _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs
+from .inputs import _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs, refuse_nan
 from .ranking import rank_batch
 from .ties import tie_blocks
 
@@ -197,7 +197,7 @@ def normalize(
                 f"items out of y instead (got ignore_index={ranking.ignore_index})."
             )
         return _from_candidates(_sparse_label_candidates(y_pred, y, ranking), ranking)
-    check_inputs(y_pred, y)
+    check_inputs(y_pred, y, nan=False)  # the ranking kernel refuses NaN on its own passes
     assert isinstance(y_pred, torch.Tensor) and isinstance(y, torch.Tensor)
     return _normalize_dense(y_pred.detach(), y.detach(), ranking)
 
@@ -205,6 +205,7 @@ def normalize(
 def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) -> Normalized:
     """A checked dense batch: the ranking kernel, or lists when items are to be left out."""
     if ranking.ignore_index is not None and bool((y == ranking.ignore_index).any()):
+        refuse_nan(y_pred, y)
         return _from_candidates(_dense_candidates(y_pred, y, ranking.ignore_index), ranking)
     rows = torch.arange(y_pred.shape[0], device=y_pred.device)
     ranked = rank_batch(

@@ -16,6 +16,7 @@ __all__ = [
     "comparable_labels",
     "count_relevant",
     "normalize_top_k",
+    "refuse_nan",
 ]
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -44,8 +45,11 @@ class ArgumentTypeError(TypeError, ValueError):
     """
 
 
-def check_inputs(y_pred: object, y: object) -> None:
+def check_inputs(y_pred: object, y: object, *, nan: bool = True) -> None:
     """Refuses anything that is not a pair of same-shaped 2-D real tensors without NaN scores.
+
+    ``nan=False`` leaves the NaN checks to the caller (the ranking kernel makes them on passes
+    it makes anyway, see :func:`refuse_nan`).
 
     Raises:
         TypeError: an argument is not a dense tensor, or has a dtype we cannot rank or score.
@@ -76,15 +80,39 @@ def check_inputs(y_pred: object, y: object) -> None:
         raise ValueError(f"y_pred and y must be on one device, got {y_pred.device} and {y.device}.")
     if y_pred.numel() == 0:
         return
-    # amax propagates NaN, so one cheap reduction per row finds any NaN.
-    if torch.isnan(y_pred.amax(dim=1)).any():
-        raise ValueError("y_pred must not contain NaN; mask items with -inf instead.")
-    if y.is_floating_point() and torch.isnan(y.amax(dim=1)).any():
-        raise ValueError("y must not contain NaN labels.")
+    if nan:
+        refuse_nan(y_pred, y)
     if y.dtype == torch.uint64 and (y.view(torch.int64) < 0).any():
         raise ValueError(
             "y must hold uint64 labels below 2**63 (they are compared as int64), got larger ones."
         )
+
+
+def refuse_nan(
+    y_pred: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    scores_seen: torch.Tensor | None = None,
+    labels_seen: torch.Tensor | None = None,
+) -> None:
+    """Raises ``ValueError`` if ``y_pred`` or floating labels ``y`` hold NaN (scores first).
+
+    ``scores_seen`` / ``labels_seen``: a tensor the caller already computed from the scores /
+    labels that holds a NaN whenever they do (``torch.topk``'s best value of each row, which a
+    NaN takes; the labels' row maxima): read instead of the whole tensor. Otherwise one
+    reduction per row reads it (``amax`` propagates NaN).
+    """
+    if y_pred.numel() == 0:
+        return
+    labels_nan = y.is_floating_point() and bool(
+        torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen).any()
+    )
+    # A NaN label found on the way: the scores are read whole first, so that the message is the
+    # one a full check gives.
+    if bool(torch.isnan(y_pred.amax(dim=1) if scores_seen is None or labels_nan else scores_seen).any()):
+        raise ValueError("y_pred must not contain NaN; mask items with -inf instead.")
+    if labels_nan:
+        raise ValueError("y must not contain NaN labels.")
 
 
 def _check_readable(name: str, value: torch.Tensor) -> None:

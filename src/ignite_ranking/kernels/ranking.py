@@ -30,7 +30,7 @@ import torch
 
 from .batch import IdealLevels, RankedBatch, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
-from .inputs import comparable_labels, count_relevant
+from .inputs import comparable_labels, count_relevant, refuse_nan
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
@@ -82,7 +82,7 @@ def _by_sort(k: int, num_items: int) -> bool:
 
 def _select(scores, k, ties, labels):
     """``top_indices``, the rows whose k-th value ties with an item below the cutoff, and the
-    k-th value of every row (None and None when whole rows are sorted).
+    ``(batch, k)`` best values in descending order (None and None when whole rows are sorted).
 
     ``ties="average"`` leaves the tied slots at the cutoff as ``torch.topk`` filled them: the
     expected values read only the block statistics there, not which items hold the slots.
@@ -95,7 +95,7 @@ def _select(scores, k, ties, labels):
     values, indices = values[:, :k], indices[:, :k]
     if crossing.numel() and ties != "average":
         indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
-    return _in_rank_order(scores, indices, ties, labels), crossing, values[:, k - 1]
+    return _in_rank_order(scores, indices, ties, labels), crossing, values
 
 
 def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -318,9 +318,13 @@ def rank_batch(
 ) -> RankedBatch:
     """Ranks a checked batch once and gathers what every scorer needs.
 
+    NaN scores or labels are refused here (:func:`~ignite_ranking.kernels.inputs.refuse_nan`),
+    read off passes the kernel makes anyway where it can: the best score of each row from the
+    top-k, the labels' row maxima from the relevant counts or the ideal labels.
+
     Args:
         y_pred: ``(batch, num_items)`` scores, already checked by
-            :func:`~ignite_ranking.kernels.inputs.check_inputs`.
+            :func:`~ignite_ranking.kernels.inputs.check_inputs` (NaN aside).
         y: ``(batch, num_items)`` labels.
         depth: the largest cutoff asked for; K is ``min(depth, num_items)``.
         relevance_threshold: an item is relevant iff its label is ``>=`` this.
@@ -345,7 +349,7 @@ def rank_batch(
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
-    best = levels = None
+    best = levels = labels_seen = None
     if ideal:
         levels, reached = _label_levels(labels, threshold, depth)
         if levels is None:
@@ -354,23 +358,32 @@ def rank_batch(
             sparse = _relevant_largest(labels, threshold, width)
             if sparse is None:
                 best = top_k_rows(labels, width)[0]
+                labels_seen = best[:, 0] if width else None  # a NaN is the largest to topk
             else:
-                best, reached = sparse
+                best, reached, labels_seen = sparse
         if reached is not None and num_relevant is None:
             num_relevant = reached if count else (reached > 0).to(torch.float64)
     if num_relevant is None and not relevance:
         num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
     if num_relevant is None:
-        num_relevant = _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count)
+        num_relevant, row_max = _relevant_per_row(
+            y, labels, threshold, relevance_threshold, depth, best, count
+        )
+        labels_seen = row_max if labels_seen is None else labels_seen
     if ties in _BY_LABEL and labels is None:
         raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
+
+    def check_nan(scores_seen):
+        refuse_nan(y_pred, y, scores_seen=scores_seen, labels_seen=labels_seen)
+
     if _by_sort(depth, y.shape[1]):
+        check_nan(None)
         ranked_labels, relevant, indices, blocks = _rank_by_sort(
             y_pred, labels, threshold, depth, ties, keep_indices, keep_labels
         )
     else:
         ranked_labels, relevant, indices, blocks = _rank_by_top_k(
-            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels
+            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels, check_nan
         )
     batch = RankedBatch(
         labels=ranked_labels, relevant=relevant, num_relevant=num_relevant, indices=indices, blocks=blocks
@@ -417,9 +430,12 @@ def ideal_last_run(batch: RankedBatch, labels: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels):
-    """``_rank_by_sort``'s results by ``torch.topk`` (:func:`_select`)."""
-    indices, crossing, boundary = _select(scores, k, ties, labels)
+def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels, check_nan):
+    """``_rank_by_sort``'s results by ``torch.topk`` (:func:`_select`); ``check_nan(best)``
+    refuses NaN given each row's best score, right after the selection."""
+    indices, crossing, values = _select(scores, k, ties, labels)
+    check_nan(values[:, 0])
+    boundary = values[:, -1]
     # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
     # indices are dropped as soon as nothing needs them (deep rankings make these large).
     native = labels.gather(1, indices)
@@ -443,9 +459,10 @@ _PROBE_ROWS = 8  # rows read first to give up early on rows of many relevant ite
 
 def _relevant_largest(
     labels: torch.Tensor, threshold: float | int, width: int
-) -> tuple[torch.Tensor, torch.Tensor] | None:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """Each row's ``width`` largest labels when few items are relevant: its relevant labels in
-    descending order, then 0 (a label of gain 0), and each row's relevant count (float64).
+    descending order, then 0 (a label of gain 0), each row's relevant count (float64) and its
+    largest label (NaN where it holds one, for :func:`~ignite_ranking.kernels.inputs.refuse_nan`).
 
     Under a positive threshold only relevant items have a gain, so the ideal ranking is their
     labels in descending order, whatever the labels of the others. The largest label of each run
@@ -461,18 +478,21 @@ def _relevant_largest(
     limit = batch * width // _SPARSE_SHARE
     runs = num_items // _RUN
     whole = runs * _RUN
-    parts = []
+    parts, maxima = [], []
     if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
         blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
         probe = min(batch, _PROBE_ROWS)  # a few rows first: with many relevant items, no full pass
         if int((torch.amax(blocks[:probe], dim=2) >= threshold).sum()) * batch > limit * probe:
             return None
-        run_rows, run_index = (torch.amax(blocks, dim=2) >= threshold).nonzero(as_tuple=True)
+        run_max = torch.amax(blocks, dim=2)
+        maxima.append(run_max.amax(dim=1))
+        run_rows, run_index = (run_max >= threshold).nonzero(as_tuple=True)
         if run_rows.numel() > limit:
             return None
         steps = torch.arange(_RUN, device=labels.device)
         parts.append((run_rows.repeat_interleave(_RUN), (run_index[:, None] * _RUN + steps).reshape(-1)))
     if whole < num_items:
+        maxima.append(labels[:, whole:].amax(dim=1))
         tail_rows, tail_cols = (labels[:, whole:] >= threshold).nonzero(as_tuple=True)
         parts.append((tail_rows, tail_cols + whole))
     rows = torch.cat([r for r, _ in parts])
@@ -490,7 +510,8 @@ def _relevant_largest(
     kept = position < width
     best = torch.zeros(batch, width, dtype=labels.dtype, device=labels.device)
     best[rows[kept], position[kept]] = values[kept]
-    return best, counts.to(torch.float64)
+    largest = maxima[0] if len(maxima) == 1 else torch.stack(maxima).amax(dim=0)
+    return best, counts.to(torch.float64), largest
 
 
 # Deep enough to sort whole rows, labels on a grid of at most this many values are counted by
@@ -558,7 +579,8 @@ def _label_grid(labels: torch.Tensor) -> tuple[int, float, int] | None:
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
-    """``num_relevant`` of :func:`rank_batch`, as cheaply as what is already known allows.
+    """``num_relevant`` of :func:`rank_batch`, as cheaply as what is already known allows, and
+    the labels' row maxima where they were taken (else None).
 
     With the row's largest labels at hand (``best``, ``depth + 1`` of them unless the row is
     shorter), the count is read off them for every row whose relevant items they all show, and
@@ -568,18 +590,19 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
         flags = best >= threshold
         counts = flags.sum(dim=1).to(torch.float64)
         if not count:
-            return (counts > 0).to(torch.float64)
+            return (counts > 0).to(torch.float64), None
         if best.shape[1] > depth:
             beyond = flags[:, depth].nonzero().squeeze(1)
             if 2 * beyond.numel() > y.shape[0]:
-                return count_relevant(y, relevance_threshold)
+                return count_relevant(y, relevance_threshold), None
             step = rows_per_chunk(y.shape[1])
             for start in range(0, beyond.numel(), step):
                 rows = beyond[start : start + step]
                 counts[rows] = count_relevant(y.index_select(0, rows), relevance_threshold)
-        return counts
+        return counts, None
     if count:
-        return count_relevant(y, relevance_threshold)
+        return count_relevant(y, relevance_threshold), None
     if y.shape[1]:
-        return (labels.amax(dim=1) >= threshold).to(torch.float64)
-    return torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
+        row_max = labels.amax(dim=1)
+        return (row_max >= threshold).to(torch.float64), row_max
+    return torch.zeros(y.shape[0], dtype=torch.float64, device=y.device), None
