@@ -107,3 +107,10 @@ def test_group_accepts_keywords_and_uses_its_own_output_transform(batches):
     metrics = engine.run(batches).metrics
     assert metrics["mrr@10"] == pytest.approx(mean_values(batches, "mrr", [10])[0], rel=1e-12)
     assert metrics["ndcg@10"] == pytest.approx(mean_values(batches, "ndcg", [10])[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("metrics", [[MRR([1])], (NDCG([10]),), MRR([1])])
+def test_group_refuses_metrics_that_are_not_a_mapping(metrics):
+    # dict() of a list of ignite metrics never returned: a Metric iterates by __getitem__
+    with pytest.raises(TypeError, match="mapping of names to metrics"):
+        RankingMetrics(metrics)

@@ -94,6 +94,12 @@ class RankingMetrics(MetricGroup):
         empty_target_action: str | None = None,
         **members: RankingMetric,
     ):
+        if metrics is not None and not isinstance(metrics, Mapping):
+            # dict() of a list of metrics would never end: an ignite Metric iterates by __getitem__
+            raise TypeError(
+                "metrics must be a mapping of names to metrics, e.g. {'mrr': MRR([10])}, or keyword "
+                f"arguments, got {type(metrics).__name__}"
+            )
         merged = dict(metrics or {})
         for name in members:
             if name in merged:
