@@ -823,10 +823,11 @@ def test_sparse_ideal_labels_equal_the_top_k_of_the_relevant_labels(num_items, d
     y = (y >= 1) if dtype == torch.bool else y.to(dtype)
     labels = y.view(torch.uint8) if dtype == torch.bool else y
     width = min(11, num_items)
-    best, counts = _relevant_largest(labels, 1, width)
+    best, counts, largest = _relevant_largest(labels, 1, width)
     top = torch.topk(labels, width, dim=1).values
     assert torch.equal(best, torch.where(top >= 1, top, torch.zeros_like(top)))
     assert counts.tolist() == (labels >= 1).sum(dim=1).double().tolist()
+    assert torch.equal(largest, labels.amax(dim=1))  # what the NaN check reads
     assert _relevant_largest(labels, 0, width) is None  # every item may be relevant: top-k
     assert _relevant_largest(torch.ones_like(labels), 1, width) is None  # many relevant: top-k
     y_pred = torch.from_numpy(rng.normal(size=(40, num_items)))

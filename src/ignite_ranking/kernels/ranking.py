@@ -95,7 +95,7 @@ def _select(scores, k, ties, labels):
     values, indices = values[:, :k], indices[:, :k]
     if crossing.numel() and ties != "average":
         indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
-    return _in_rank_order(scores, indices, ties, labels), crossing, values
+    return _in_rank_order(indices, values, ties, labels, num_items), crossing, values
 
 
 def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -291,14 +291,34 @@ def order_key(scores: torch.Tensor) -> torch.Tensor:
     return bits.bitwise_and(info.max).bitwise_xor_(sign).sub_(sign)
 
 
-def _in_rank_order(scores, indices, ties, labels):
-    """Orders each row's ``indices`` by descending score, equal scores by the tie policy."""
-    indices = indices.sort(dim=1, descending=ties == "last").values
-    if ties in _BY_LABEL:
-        by_label = labels.gather(1, indices).argsort(dim=1, descending=ties == "optimistic", stable=True)
-        indices = indices.gather(1, by_label)
-    order = scores.gather(1, indices).argsort(dim=1, descending=True, stable=True)
-    return indices.gather(1, order)
+def _in_rank_order(indices, values, ties, labels, num_items):
+    """Orders each row's ``indices`` (of scores ``values``) by descending score, equal scores by
+    the tie policy.
+
+    ``torch.topk`` returns ``values`` in descending order, so a row whose values are all distinct
+    is in ranking order already; only rows with two equal values (ties, and the slots
+    :func:`~ignite_ranking.kernels.boundary.fill_tied_slots` filled) are sorted: under
+    ``"first"``/``"last"`` once, on a key of the run of equal values and the index; under a label
+    policy by index, then label, then score, each sort stable.
+    """
+    tied = (values[:, 1:] == values[:, :-1]).any(dim=1).nonzero().squeeze(1)
+    if tied.numel() == 0:
+        return indices
+    every = tied.numel() == indices.shape[0]
+    part, part_values = (indices, values) if every else (indices[tied], values[tied])
+    if ties not in _BY_LABEL:  # one sort: by run of equal values (in topk's order), then by index
+        runs = torch.zeros_like(part)
+        runs[:, 1:] = (part_values[:, 1:] != part_values[:, :-1]).cumsum(dim=1)
+        key = runs * num_items + (part if ties != "last" else -part)  # unique in a row
+        part = part.gather(1, key.argsort(dim=1))
+        return part if every else indices.index_copy(0, tied, part)
+    part, by_index = part.sort(dim=1)
+    part_values = part_values.gather(1, by_index)
+    ranked_labels = labels.gather(1, part) if every else labels[tied[:, None], part]
+    by_label = ranked_labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
+    part, part_values = part.gather(1, by_label), part_values.gather(1, by_label)
+    part = part.gather(1, part_values.argsort(dim=1, descending=True, stable=True))
+    return part if every else indices.index_copy(0, tied, part)
 
 
 def rank_batch(
