@@ -58,6 +58,7 @@ __all__ = [
     "EMPTY_TARGET_ACTIONS",
     "RankingMetric",
     "SingleValueMetric",
+    "add_pending_sums",
     "bounds_by_name",
     "check_aggregation",
     "check_empty_target_action",
@@ -555,7 +556,7 @@ class RankingMetric(Metric):
         squares = self.confidence is not None  # the squares too, for the intervals
         parts = [values.to(torch.float64).square()] if squares else []
         if tail is None:
-            self._add_to_sums(limb_sums(torch.cat([values, *parts], dim=1) if squares else values))
+            self._sum_values(torch.cat([values, *parts], dim=1) if squares else values)
             return
         filled = (~counted).sum() if masked and fill else None
         sums = [
@@ -623,6 +624,18 @@ class RankingMetric(Metric):
     def _zero_sums(self) -> torch.Tensor:
         """The empty sums: ``(rows, LIMBS)`` int64 fixed-point limbs."""
         return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
+
+    # A group sets a list here during its update: members' values wait in it and the group sums
+    # them in one pass (:func:`add_pending_sums`), the same limbs as one pass each.
+    _pending_sums: list | None = None
+
+    def _sum_values(self, values: torch.Tensor) -> None:
+        """Adds the exact sums of ``(batch, rows)`` values to the state's rows (or leaves them to
+        the group's one pass)."""
+        if self._pending_sums is not None:
+            self._pending_sums.append((self, values))
+        else:
+            self._add_to_sums(limb_sums(values))
 
     def _add_to_sums(self, *sums: torch.Tensor) -> None:
         """Adds ``sums``, limbs of consecutive rows of the state (expanded views too), in place."""
@@ -991,3 +1004,21 @@ class SingleValueMetric(RankingMetric):
             empty_target_action=empty_target_action,
             aggregation=aggregation,
         )
+
+
+def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
+    """Adds each ``(metric, values)``'s exact sums to the metric's state, in one
+    :func:`~ignite_ranking.kernels.exact_sum.limb_sums` pass over the values side by side where
+    they share rows and device (each column is summed on its own, so the limbs are the same)."""
+    if not pending:
+        return
+    first = pending[0][1]
+    if any(v.shape[0] != first.shape[0] or v.device != first.device for _, v in pending):
+        for metric, values in pending:
+            metric._add_to_sums(limb_sums(values))
+        return
+    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
+    column = 0
+    for metric, values in pending:
+        metric._add_to_sums(sums[column : column + values.shape[1]])
+        column += values.shape[1]

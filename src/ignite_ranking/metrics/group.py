@@ -22,6 +22,7 @@ from ..kernels.forms import (
 )
 from .base import (
     RankingMetric,
+    add_pending_sums,
     bounds_by_name,
     check_empty_target_action,
     flat_ids,
@@ -237,8 +238,7 @@ class RankingMetrics(MetricGroup):
         names = flat_ids(output, normalized)
         for metric in members:  # every member's refusal before any member's state changes
             metric.refuse_empty(normalized.ranked, names)
-        for metric in members:
-            metric.accumulate(normalized.ranked, query_ids=ids)
+        self._accumulate(normalized.ranked, ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
@@ -295,14 +295,26 @@ class RankingMetrics(MetricGroup):
         super().completed(engine, name)
         engine.state.metrics.update(bounds_by_name(self.interval()))
 
+    def _accumulate(self, ranked, ids) -> None:
+        """Every member adds the ranked batch; their values are summed in one pass."""
+        members, pending = list(self.metrics.values()), []
+        for metric in members:
+            metric._pending_sums = pending
+        try:
+            for metric in members:
+                metric.accumulate(ranked, query_ids=ids)
+        finally:
+            for metric in members:
+                metric._pending_sums = None
+        add_pending_sums(pending)
+
     def _flush_held(self) -> None:
         if self._held is not None:
             ranked = flush(self._held, self._ranking)
             ids = self._held.indexes[:1].cpu() if self._per_query else None
             for metric in self.metrics.values():
                 metric.refuse_empty(ranked, self._held.indexes[:1])
-            for metric in self.metrics.values():
-                metric.accumulate(ranked, query_ids=ids)
+            self._accumulate(ranked, ids)
             self._label_notes.note(None, ranked, self._notes_owner)
             self._held = None
 
