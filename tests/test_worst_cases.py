@@ -352,3 +352,32 @@ def test_label_policies_sort_rows_by_score_then_label_then_index(ties, score_dty
             s, y = scores[row].tolist(), labels[row].tolist()
             expected = sorted(range(300), key=lambda i: (-s[i], sign * y[i], i))
             assert got[row].tolist() == expected
+
+
+def test_deep_sums_taken_a_block_at_a_time_equal_one_cumulative_sum():
+    """``sum_to_cutoffs`` sums deep rows a block of columns at a time, each block starting from
+    the sum so far: the sums of one ``cumsum`` over all ranks, to the bit."""
+    from ignite_ranking.kernels.batch import sum_to_cutoffs
+
+    generator = torch.Generator().manual_seed(24)
+    for batch, depth in [(1, 70_000), (5, 20_000), (64, 3_000)]:
+        values = torch.rand(batch, depth, dtype=torch.float64, generator=generator)
+        weights = torch.rand(depth, dtype=torch.float64, generator=generator)
+        cutoffs = [1, 7, depth // 3, depth - 1, depth, depth + 5]
+        columns = [min(k, depth) - 1 for k in cutoffs]
+        weighted = (values * weights).cumsum(dim=1)[:, columns]
+        assert torch.equal(sum_to_cutoffs(values, cutoffs, weights), weighted)
+        assert torch.equal(sum_to_cutoffs(values, cutoffs), values.cumsum(dim=1)[:, columns])
+
+
+@pytest.mark.parametrize("decimals", [2, 3])
+def test_few_ties_in_the_top_k_are_ordered_as_a_stable_sort(decimals):
+    """Rows with a few runs of equal scores among their best items: the tied items alone are
+    sorted by index (ascending under "first", descending under "last")."""
+    generator = torch.Generator().manual_seed(decimals)
+    y_pred = torch.randn(64, 3_000, generator=generator).round(decimals=decimals)
+    for k in (10, 100):
+        first = torch.argsort(y_pred, dim=1, descending=True, stable=True)[:, :k]
+        last = 2_999 - torch.argsort(y_pred.flip(1), dim=1, descending=True, stable=True)[:, :k]
+        assert torch.equal(top_indices(y_pred, k, "first"), first)
+        assert torch.equal(top_indices(y_pred, k, "last"), last)

@@ -98,8 +98,10 @@ def sum_to_cutoffs(
     return sequential_sums(block, batch, depth, cutoffs)
 
 
-# Cumulative sums of more columns than make this many elements are taken a block at a time.
-_SUM_ELEMENTS = 2**18
+# Cumulative sums of more columns than make this many elements are taken a block at a time:
+# a block in cache, and small enough that torch runs each of its operations on one thread (no
+# hand-off to the other threads, which waits whenever another process holds a core).
+_SUM_ELEMENTS = 2**15
 
 
 def sequential_sums(
@@ -224,23 +226,6 @@ class IdealLevels:
         batch = self.counts.shape[0]
         relevant = self.relevant.to(torch.float64).expand(batch, -1)
         return self.spread(self.labels.expand(batch, -1), depth), self.spread(relevant, depth)
-
-    def sums_to_cutoffs(
-        self, values: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor
-    ) -> torch.Tensor:
-        """``(batch, len(cutoffs))``: :func:`sum_to_cutoffs` of :meth:`spread` of ``values`` (each
-        run's value, ``(batch, L)``) times ``weights`` (``(K,)``, one per rank), to the bit,
-        without laying the runs out whole: each block of ranks looks up its runs
-        (``searchsorted`` of the run ends), a block at a time (:func:`sequential_sums`)."""
-        batch, last = self.counts.shape[0], self.counts.shape[1] - 1
-        ends = self.counts.cumsum(dim=1)
-
-        def block(start: int, stop: int) -> torch.Tensor:
-            ranks = torch.arange(start, stop, dtype=ends.dtype, device=ends.device).expand(batch, -1)
-            run = torch.searchsorted(ends, ranks.contiguous(), right=True).clamp_(max=last)
-            return values.gather(1, run).mul_(weights[start:stop])
-
-        return sequential_sums(block, batch, weights.shape[0], cutoffs)
 
     def at_cutoffs(self, gains: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor) -> torch.Tensor:
         """``(batch, len(cutoffs))``: the ideal ranking's sums of gain times weight to each cutoff.
@@ -423,4 +408,4 @@ class RankedBatch:
         if levels.single is not None:  # one gain: the sum over its run is exactly :meth:`dcg`'s
             return levels.at_cutoffs(gains, cutoffs, discount)
         # Summed rank by rank, as DCG is, so that a perfect ranking scores exactly 1.
-        return levels.sums_to_cutoffs(gains, cutoffs, discount)
+        return sum_to_cutoffs(levels.spread(gains, self.depth), cutoffs, discount)
