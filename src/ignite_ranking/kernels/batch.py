@@ -84,9 +84,15 @@ def sum_to_cutoffs(
     cutoff: ``(batch, len(cutoffs))``; a cutoff beyond the ranks sums them all. One sequential
     sum along the ranks, so a cutoff's value does not depend on the other cutoffs asked for."""
     batch, depth = per_rank.shape
-    if depth == 0:
+    if depth == 0 or not cutoffs:
         return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
-    cumulative = (per_rank * weights).cumsum_(dim=1) if weights is not None else per_rank.cumsum(dim=1)
+    depth = min(depth, max(cutoffs))  # the ranks past the deepest cutoff are not read
+    per_rank = per_rank[:, :depth]
+    if weights is not None:
+        per_rank = per_rank * weights[..., :depth]
+        cumulative = per_rank.cumsum_(dim=1)
+    else:
+        cumulative = per_rank.cumsum(dim=1)
     return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
 
 
