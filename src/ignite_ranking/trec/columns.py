@@ -85,7 +85,7 @@ class _Chained:
 def query_dicts(data: Mapping, name: str) -> list[Mapping]:
     """The per-query dicts of a dict of dicts; a TypeError names ``name`` where one is not a dict."""
     queries = list(data.values())
-    bad = next((entries for entries in queries if not isinstance(entries, Mapping)), None)
+    bad = next((e for e in queries if type(e) is not dict and not isinstance(e, Mapping)), None)
     if bad is not None:
         raise TypeError(
             f"{name}: a dict of dicts maps each query id to a dict of document id -> value, "

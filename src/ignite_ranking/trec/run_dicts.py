@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 
 import numpy as np
 import torch
@@ -167,8 +167,11 @@ def _ranks(values, scored, judged_scores, entries, runs, keys) -> np.ndarray:
     """0-based rank in trec_eval's order of each qrels entry's document (-1 where the run lacks
     it): the documents scoring more, plus those scoring the same with a larger docno."""
     width = int(scored.max(initial=0))
-    grid = np.full((len(scored), width), -np.inf)
-    grid[np.arange(width) < scored[:, None]] = values
+    if len(values) == width * len(scored):  # every query as long: the scores are the grid
+        grid = values.reshape(len(scored), width)
+    else:
+        grid = np.full((len(scored), width), -np.inf)
+        grid[np.arange(width) < scored[:, None]] = values
     ascending = np.sort(grid, axis=1)
     entry_cells = np.arange(int(entries.max(initial=0))) < entries[:, None]
     probe = np.full(entry_cells.shape, -np.inf)
@@ -204,15 +207,15 @@ def _larger_tied_docnos(grid, scored, probe, tied, runs, keys) -> np.ndarray:
     wanted[rows, slot[rows, columns]] = probe[rows, columns]
     sub, wanted = grid[tied_rows], wanted[tied_rows]
     member = np.zeros(sub.shape, dtype=bool)
-    real = np.arange(sub.shape[1]) < scored[tied_rows][:, None]
     for j in range(wanted.shape[1]):
         member |= sub == wanted[:, j : j + 1]
-    local_rows, positions = np.nonzero(member & real)
+    member &= np.arange(sub.shape[1]) < scored[tied_rows][:, None]
+    local_rows, positions = np.nonzero(member)
     member_rows = tied_rows[local_rows]
     member_values = sub[local_rows, positions]
-    ids = list(chain.from_iterable(runs[r] for r in tied_rows.tolist()))
-    offsets = np.cumsum([0, *(len(runs[r]) for r in tied_rows[:-1].tolist())])
-    member_keys = [ids[i] for i in (offsets[local_rows] + positions).tolist()]
+    # Their ids, in the same (row, position) order, picked from each dict's keys in C.
+    dicts = (runs[r] for r in tied_rows.tolist())
+    member_keys = list(chain.from_iterable(map(compress, dicts, member.tolist())))
     judged_keys = [keys[r][c] for r, c in zip(rows.tolist(), columns.tolist(), strict=True)]
     # Rank every id once (member ids, then the judged ones, which are members too), group the
     # members by (row, score), and count within each group the ids ranking above the judged one.
