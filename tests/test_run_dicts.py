@@ -128,3 +128,12 @@ def test_a_docno_with_a_newline():
     got = evaluate(_qrels(qrels), run, ["map", "P.3"])
     expected = evaluate(_qrels(qrels), _run(run), ["map", "P.3"])
     np.testing.assert_array_equal(got.values, expected.values)
+
+
+def test_qrels_docnos_that_are_not_utf8_match_nothing():
+    qrels = Qrels(["q"], np.zeros(2, np.int32), np.array([b"\xe9t\xe9", b"a"]), np.array([1, 1]))
+    run = {"q": {"\xe9t\xe9": 2.0, "a": 1.0}}  # "été": its UTF-8 bytes are not the qrels' Latin-1
+    got = evaluate(qrels, run, ["P.1", "P.2", "num_rel_ret"])
+    expected = evaluate(qrels, _run(run), ["P.1", "P.2", "num_rel_ret"])
+    np.testing.assert_array_equal(got.values, expected.values)
+    assert got.means == {"P_1": 0.0, "P_2": 0.5, "num_rel_ret": 1.0}

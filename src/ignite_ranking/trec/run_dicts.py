@@ -154,13 +154,14 @@ def _scores_then_judged(docs: Mapping, ids: list[str]) -> tuple:
 
 
 def _as_str(docno: np.ndarray) -> list[str]:
-    """The docnos as ``str`` (UTF-8): one join, decode and split, or one at a time when a docno
-    holds the separator."""
+    """The docnos as ``str`` (UTF-8; bytes that are not, as in a file read from disk, become lone
+    surrogates, which no ``str`` id of a run equals): one join, decode and split, or one at a
+    time when a docno holds the separator."""
     listed = docno.tolist()
     joined = b"\n".join(listed)
     if joined.count(b"\n") == max(len(listed) - 1, 0):
-        return joined.decode("utf-8").split("\n") if listed else []
-    return [d.decode("utf-8") for d in listed]
+        return joined.decode("utf-8", "surrogateescape").split("\n") if listed else []
+    return [d.decode("utf-8", "surrogateescape") for d in listed]
 
 
 def _ranks(values, scored, judged_scores, entries, runs, keys) -> np.ndarray:
