@@ -58,15 +58,15 @@ class DictQueries:
         runs: each qrels query's dict of document -> score in the run (empty where it has none).
         count: documents each qrels query ranks (1 for a ``missing_as_zero`` placeholder).
         precision: ``"float64"``, or ``"float32"`` to round each score to float32 first.
-        keys, grades: the qrels entries grouped by query (document ids as ``str``, grades),
-            each query's from ``entry_start`` for ``entry_count``.
+        docno, grades: the qrels entries grouped by query (document ids, grades), each
+            query's from ``entry_start`` for ``entry_count``.
     """
 
     qids: list[str]
     runs: list[Mapping]
     count: np.ndarray
     precision: str
-    keys: list[str]
+    docno: np.ndarray
     grades: np.ndarray
     entry_start: np.ndarray
     entry_count: np.ndarray
@@ -88,7 +88,7 @@ class DictQueries:
         order, entry_start, entry_count = segments(qrels.qid, num_q)
         docno = qrels.docno if order is None else qrels.docno[order]
         grades = qrels.rel if order is None else qrels.rel[order]
-        return cls(list(qrels.qids), runs, count, precision, _as_str(docno), grades, entry_start, entry_count)
+        return cls(list(qrels.qids), runs, count, precision, docno, grades, entry_start, entry_count)
 
     def ranked(
         self, qs: np.ndarray, depth: int, levels: list[int], ties: str, cover_relevant: bool,
@@ -103,7 +103,10 @@ class DictQueries:
         scored = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
         entries = self.entry_count[qs]
         entry_cells = np.arange(int(entries.max(initial=0))) < entries[:, None]
-        keys = [self.keys[self.entry_start[q] : self.entry_start[q] + self.entry_count[q]] for q in qs]
+        ends = np.cumsum(entries)
+        rows = np.repeat(self.entry_start[qs] - (ends - entries), entries) + np.arange(ends[-1])  # in qrels
+        ids = _as_str(self.docno[rows])  # decoded here, on the worker threads
+        keys = [ids[end - n : end] for end, n in zip(ends.tolist(), entries.tolist(), strict=True)]
         # Each query's scores, then its judged documents' (NaN where it lacks one): looked up
         # while its dict is still in cache, which makes the lookups about twice as fast.
         both = self._scores(
@@ -116,7 +119,7 @@ class DictQueries:
             row = np.searchsorted(np.cumsum(scored), np.flatnonzero(np.isnan(values))[0], side="right")
             raise ValueError(f"run: query {self.qids[qs[row]]!r} has a NaN score; scores must be numbers")
         grades = np.zeros(entry_cells.shape, dtype=np.int64)
-        grades[entry_cells] = np.concatenate([self._grades(q) for q in qs]) if len(qs) else []
+        grades[entry_cells] = self.grades[rows]
         rank = np.full(entry_cells.shape, -1, dtype=np.int64)  # 0-based; -1: not retrieved
         rank[entry_cells] = _ranks(values, scored, judged_scores, entries, runs, keys)
 
@@ -140,9 +143,6 @@ class DictQueries:
                 retrieved=torch.from_numpy(np.minimum(count, width).astype(np.float64)),
             )
         return out
-
-    def _grades(self, q: int) -> np.ndarray:
-        return self.grades[self.entry_start[q] : self.entry_start[q] + self.entry_count[q]]
 
     def _scores(self, iterable, count: int) -> np.ndarray:
         values = np.fromiter(iterable, dtype=np.float64, count=count)
