@@ -126,18 +126,17 @@ class DictQueries:
         count = self.count[qs]
         out = {}
         for level in levels:
-            most = int(((grades >= level) & entry_cells).sum(axis=1).max(initial=0))
+            num_relevant = ((grades >= level) & entry_cells).sum(axis=1)  # R: all judgements
+            most = int(num_relevant.max(initial=0))
             width = max(min(depth, max(int(count.max(initial=0)), most)), most if cover_relevant else 0)
             labels = np.where(np.arange(width) < count[:, None], float(NOT_IN_POOL), float(PADDING))
             held = (rank >= 0) & (rank < width)
-            rows = np.nonzero(held)[0]
-            labels[rows, rank[held]] = np.where(grades[held] >= 0, grades[held], UNJUDGED)
+            labels[np.nonzero(held)[0], rank[held]] = np.where(grades[held] >= 0, grades[held], UNJUDGED)
             labels = torch.from_numpy(labels)
-            relevant = grades >= level
             out[level] = RankedBatch(
                 labels=labels,
                 relevant=(labels >= level).to(_F64),
-                num_relevant=torch.from_numpy((relevant & entry_cells).sum(axis=1).astype(np.float64)),
+                num_relevant=torch.from_numpy(num_relevant.astype(np.float64)),
                 judged=(labels >= 0).to(_F64),
                 num_nonrelevant=torch.from_numpy(num_nonrelevant[level][qs]),
                 retrieved=torch.from_numpy(np.minimum(count, width).astype(np.float64)),
