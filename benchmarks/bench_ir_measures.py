@@ -10,9 +10,10 @@ Generates (seeded) qrels and a run of QUERIES x DOCS documents and times what a 
   ``ir_measures.read_trec_qrels`` / ``read_trec_run`` (it takes no paths), so its time includes
   ir_measures' parsing, as a user's would.
 
-More rows show where the time goes: ``ours: inputs`` converts the qrels and run to our
-columns only (the rest of ours is the evaluation); for dicts, ``ir_measures default`` is
-``ir_measures.calc_aggregate`` (its default pipeline, which hands these measures to
+More rows show where the time goes: for DataFrames and files, ``ours: inputs`` converts the
+qrels and run to our columns only (the rest of ours is the evaluation; a dict-of-dicts run is
+read during the evaluation, see ``ignite_ranking.trec.run_dicts``); for dicts,
+``ir_measures default`` is ``ir_measures.calc_aggregate`` (its default pipeline, which hands these measures to
 pytrec_eval) and, for the default measures, ``pytrec_eval alone`` calls pytrec_eval's
 ``RelevanceEvaluator`` directly, without ir_measures around it. Every row gives the median
 wall-clock time and the median CPU time of this process (all threads): on a shared machine the
@@ -151,14 +152,13 @@ def main(argv: list[str] | None = None) -> int:
 
                 return call
 
-            cases = {
-                "ignite_ranking": case("ignite_ranking", ours.provider, make_ours_qrels, make_ours_run),
-                "  ours: inputs": lambda q=make_ours_qrels, r=make_ours_run: (
+            cases = {"ignite_ranking": case("ignite_ranking", ours.provider, make_ours_qrels, make_ours_run)}
+            if form != "dicts":
+                cases["  ours: inputs"] = lambda q=make_ours_qrels, r=make_ours_run: (
                     ours.as_qrels(q()),
                     ours.as_run(r()),
-                ),
-                "pytrec_eval": case("pytrec_eval", ir_measures.pytrec_eval, make_qrels, make_run),
-            }
+                )
+            cases["pytrec_eval"] = case("pytrec_eval", ir_measures.pytrec_eval, make_qrels, make_run)
             if form == "dicts":
                 cases["  ir_measures default"] = lambda: ir_measures.calc_aggregate(measures, qrels, run)
             if form == "dicts" and args.measures == MEASURES:

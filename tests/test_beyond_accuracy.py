@@ -349,7 +349,13 @@ def test_expected_exposure_equals_the_reference_with_ties_and_graded_labels(ties
 
 @pytest.mark.parametrize(
     ("num_items", "ks", "grid"),
-    [(40, [1, 3, 5], True), (40, [1, 3, 5], False), (12, [3, 6, 20], True), (12, [3, 6, 20], False)],
+    [
+        (40, [1, 3, 5], True),
+        (40, [1, 3, 5], False),
+        (12, [3, 6, 20], True),
+        (12, [3, 6, 20], False),
+        (12, [3, 12, 13, 50, 10_000], True),  # cutoffs past the catalog: computed once, repeated
+    ],
 )
 def test_expected_exposure_levels_longer_than_the_cutoff(num_items, ks, grid):
     """Many relevant items of few grades: a level crosses the cutoff and its items beyond it share

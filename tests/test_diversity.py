@@ -238,6 +238,27 @@ def test_ignite_metrics_equal_the_trec_path(sparse):
         assert got.tolist() == pytest.approx([trec[q][name] for q in queries], abs=1e-12), name
 
 
+@pytest.mark.parametrize("per_query", [False, True])
+def test_cutoffs_past_the_items_equal_each_cutoff_scored_alone(per_query):
+    """alpha-nDCG and S-recall repeat their value past the ranked items and P-IA divides its hits
+    by k: those cutoffs are summed without a value each, and equal each cutoff scored alone."""
+    torch.manual_seed(3)
+    y_pred = torch.randn(9, 12)
+    y = (torch.rand(9, 12, 3) < 0.2).to(torch.int64)
+    cutoffs = [1, 5, 12, 13, 40, 1000]
+    for make in (AlphaNDCG, PrecisionIA, SubtopicRecall, ERRIA):
+        many = make(cutoffs, ignore_zero_hits=False, per_query=per_query)
+        many.update((y_pred, y))
+        got = many.compute()
+        for column, k in enumerate(cutoffs):
+            alone = make([k], ignore_zero_hits=False, per_query=per_query)
+            alone.update((y_pred, y))
+            assert [got[column]] == alone.compute(), (make.__name__, k)
+            if per_query:
+                mine = list(many.per_query_values().values.values())[column]
+                assert torch.equal(mine, next(iter(alone.per_query_values().values.values())))
+
+
 def test_queries_without_subtopics_are_skipped_by_default():
     y_pred = torch.tensor([[0.3, 0.2], [0.5, 0.1]])
     y = torch.tensor([[[0, 0], [0, 0]], [[0, 1], [1, 1]]])

@@ -41,7 +41,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import ClassVar
 
@@ -234,8 +234,11 @@ class _Evaluator(ir_measures.providers.Evaluator):
         a query without results: NumQ 1, NumRel R, every other measure 0. The qrels queries the
         run does not list are left to :meth:`_unanswered`.
         """
-        run = as_run(run)
-        listed = set(run.qids)
+        if isinstance(run, Mapping):  # evaluate reads dicts of dicts itself (trec.run_dicts)
+            listed = {str(q) for q in run}
+        else:
+            run = as_run(run)
+            listed = set(run.qids)
         if not listed & set(self._qrels.qids):
             return [], np.zeros((0, len(self._measures)))
         result = evaluate(

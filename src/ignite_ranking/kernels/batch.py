@@ -88,12 +88,13 @@ def sum_to_cutoffs(
     cutoff: ``(batch, len(cutoffs))``; a cutoff beyond the ranks sums them all. One sequential
     sum along the ranks, so a cutoff's value does not depend on the other cutoffs asked for."""
     batch, depth = per_rank.shape
-    if depth == 0:
+    if depth == 0 or not cutoffs:
         return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
+    depth = min(depth, max(cutoffs))  # the ranks past the deepest cutoff are not read
 
     def block(start: int, stop: int) -> torch.Tensor:
         columns = per_rank[:, start:stop]
-        return columns * weights[start:stop] if weights is not None else columns.clone()
+        return columns * weights[..., start:stop] if weights is not None else columns.clone()
 
     return sequential_sums(block, batch, depth, cutoffs)
 

@@ -442,30 +442,39 @@ def expected_exposure(
     ideal_start, ideal_size = _level_of(torch.where(ideal_relevant > 0, ideal_labels, -math.inf), ranked)
     ideal_ranks = torch.arange(ideal_labels.shape[1], dtype=_F64, device=device)
     ranks = torch.arange(depth, dtype=_F64, device=device)
+    ideal_reach, reach = torch.pow(gamma, ideal_ranks), torch.pow(gamma, ranks)
+    # Past the ranked positions and every row's catalog nothing is cut: those cutoffs share one value.
+    deepest = max(depth, int(catalog.max()) if catalog.numel() else 0)
+    distinct = sorted({min(k, deepest) for k in cutoffs})
     loss, disparity, relevance = (
-        torch.empty(batch, len(cutoffs), dtype=_F64, device=device) for _ in range(3)
+        torch.empty(batch, len(distinct), dtype=_F64, device=device) for _ in range(3)
     )
     exposure_of_groups = (
-        torch.zeros(batch, len(cutoffs), num_groups, dtype=_F64, device=device)
+        torch.zeros(batch, len(distinct), num_groups, dtype=_F64, device=device)
         if groups is not None
         else None
     )
     group_of = groups[ranked.indices.clamp(min=0)] if groups is not None else None
-    for column, k in enumerate(cutoffs):
+    for column, k in enumerate(distinct):
         # The target: each relevant level, then the non-relevant one (ranks R .. catalog - 1).
         rest = _share(gamma, num_relevant, nonrelevant, k)
         target = torch.where(relevant, _share(gamma, start, size, k), rest[:, None])
-        ideal_weight = torch.where(
-            (ideal_relevant > 0) & (ideal_ranks < k), torch.pow(gamma, ideal_ranks), 0.0
-        )
+        ideal_weight = torch.where((ideal_relevant > 0) & (ideal_ranks < k), ideal_reach, 0.0)
         target_norm = (ideal_weight * _share(gamma, ideal_start, ideal_size, k)).sum(dim=1)
         target_norm = target_norm + rest * rest * nonrelevant
         # The system: gamma^i at the ranks i < k that hold an item, spread over tied blocks.
-        weight = torch.where(real & (ranks < k), torch.pow(gamma, ranks), 0.0)
+        weight = torch.where(real & (ranks < k), reach, 0.0)
         exposure = blocks.means(weight) if blocks is not None else weight
         disparity[:, column] = (exposure * exposure).sum(dim=1)
         relevance[:, column] = 2.0 * (exposure * target).sum(dim=1)
         loss[:, column] = disparity[:, column] - relevance[:, column] + target_norm
         if exposure_of_groups is not None:
             exposure_of_groups[:, column].scatter_add_(1, group_of, torch.where(real, exposure, 0.0))
-    return ExposureValues(loss, disparity, relevance, exposure_of_groups)
+    column_of = {k: column for column, k in enumerate(distinct)}
+    at = torch.tensor([column_of[min(k, deepest)] for k in cutoffs], device=device)
+    return ExposureValues(
+        loss[:, at],
+        disparity[:, at],
+        relevance[:, at],
+        exposure_of_groups[:, at] if exposure_of_groups is not None else None,
+    )

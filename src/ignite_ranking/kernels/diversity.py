@@ -158,13 +158,19 @@ def nrbp(batch: SubtopicBatch, alpha: float = 0.5, beta: float = 0.5) -> torch.T
     return torch.where(n > 0, total * (1.0 - (1.0 - alpha) * beta) / torch.where(n > 0, n, 1.0), 0.0)
 
 
-def precision_ia(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
-    """``(batch, len(cutoffs))`` intent-aware precision P-IA@k."""
+def subtopic_hits(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+    """``(batch, len(cutoffs))`` the (item, subtopic) hits in the top k over the query's number of
+    subtopics: P-IA@k times k, which stops growing past the ranked items."""
     depth = max(cutoffs)
     hits = _at_cutoffs(torch.cumsum(batch.ranked[:, :depth].sum(dim=2).to(torch.float64), dim=1), cutoffs)
     n = batch.num_subtopics[:, None]
-    k = torch.tensor(cutoffs, dtype=torch.float64, device=hits.device)
-    return torch.where(n > 0, hits / (k * torch.where(n > 0, n, 1.0)), 0.0)
+    return torch.where(n > 0, hits / torch.where(n > 0, n, 1.0), 0.0)
+
+
+def precision_ia(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+    """``(batch, len(cutoffs))`` intent-aware precision P-IA@k: :func:`subtopic_hits` over k."""
+    hits = subtopic_hits(batch, cutoffs)
+    return hits / torch.tensor(cutoffs, dtype=torch.float64, device=hits.device)
 
 
 def subtopic_recall(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:

@@ -24,6 +24,7 @@ from ..kernels.diversity import (
     nrbp,
     precision_ia,
     subtopic_batch,
+    subtopic_hits,
     subtopic_recall,
 )
 from .base import RankingMetric
@@ -117,8 +118,12 @@ class SubtopicMetric(RankingMetric):
         metric.__dict__["_explicit"] = (metric.__dict__["_explicit"] - {"kwargs"}) | set(kwargs)
         return metric
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
-        """Per-query values ``(batch, num_values)`` of a ranked subtopic batch."""
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int] | None) -> torch.Tensor:
+        """Per-query values ``(batch, len(cutoffs))`` of a ranked subtopic batch."""
+        raise NotImplementedError
+
+    def numerators_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        """For ``cutoff_tail = "divide"``: the values at ``cutoffs`` times k."""
         raise NotImplementedError
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
@@ -139,8 +144,18 @@ class SubtopicMetric(RankingMetric):
         counted = batch.num_subtopics > 0
         if self.empty_target_action == "error":
             self.refuse_empty_rows(~counted, None)
-        values = self.score_subtopics(batch)
-        self.add_values(values, counted if self.empty_target_action in ("skip", "pos") else None, ids)
+        # The cutoffs past the ranked items cost O(1) a query (see RankingMetric.cutoff_tail).
+        tail = self._tail(batch.ranked.shape[1])
+        cutoffs = self.top_k if tail is None else self.top_k[: tail + 1]
+        numerators = None
+        if tail is not None and self.cutoff_tail == "divide":
+            numerators = self.numerators_subtopics(batch, cutoffs)
+            values = numerators / self._cutoff_ks()[: tail + 1].to(numerators.device)
+            numerators = numerators[:, -1]
+        else:
+            values = self.score_subtopics(batch, cutoffs)
+        counted = counted if self.empty_target_action in ("skip", "pos") else None
+        self.add_values(values, counted, ids, tail=tail, numerators=numerators)
 
 
 class AlphaNDCG(SubtopicMetric):
@@ -164,14 +179,15 @@ class AlphaNDCG(SubtopicMetric):
     """
 
     name = "alpha_ndcg"
+    cutoff_tail = "repeat"  # past the ranked items neither DCG nor the ideal DCG grows
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
     def __init__(self, top_k: int | list[int], alpha: float = 0.5, **kwargs):
         super().__init__(top_k, **kwargs)
         self.alpha = check_alpha("alpha", alpha)
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
-        return alpha_ndcg(batch, self.top_k, self.alpha)
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        return alpha_ndcg(batch, cutoffs, self.alpha)
 
 
 class ERRIA(SubtopicMetric):
@@ -200,8 +216,8 @@ class ERRIA(SubtopicMetric):
         super().__init__(top_k, **kwargs)
         self.alpha = check_alpha("alpha", alpha)
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
-        return err_ia(batch, self.top_k, self.alpha)
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        return err_ia(batch, cutoffs, self.alpha)
 
 
 class NRBP(SubtopicMetric):
@@ -230,7 +246,7 @@ class NRBP(SubtopicMetric):
         self.alpha = check_alpha("alpha", alpha)
         self.beta = check_alpha("beta", beta)
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: None) -> torch.Tensor:
         return nrbp(batch, self.alpha, self.beta)
 
 
@@ -248,12 +264,16 @@ class PrecisionIA(SubtopicMetric):
     """
 
     name = "p_ia"
+    cutoff_tail = "divide"
 
     def __init__(self, top_k: int | list[int], **kwargs):
         super().__init__(top_k, **kwargs)
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
-        return precision_ia(batch, self.top_k)
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        return precision_ia(batch, cutoffs)
+
+    def numerators_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        return subtopic_hits(batch, cutoffs)
 
 
 class SubtopicRecall(SubtopicMetric):
@@ -270,9 +290,10 @@ class SubtopicRecall(SubtopicMetric):
     """
 
     name = "strec"
+    cutoff_tail = "repeat"
 
     def __init__(self, top_k: int | list[int], **kwargs):
         super().__init__(top_k, **kwargs)
 
-    def score_subtopics(self, batch: SubtopicBatch) -> torch.Tensor:
-        return subtopic_recall(batch, self.top_k)
+    def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
+        return subtopic_recall(batch, cutoffs)

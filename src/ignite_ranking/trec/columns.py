@@ -31,7 +31,7 @@ import numpy as np
 
 from .io import _PAD, _as_bytes, _gather
 
-__all__ = ["FIELDS", "columns", "doc_ids"]
+__all__ = ["FIELDS", "columns", "doc_ids", "query_dicts"]
 
 #: The columns ir_measures names: (query, document, value) of qrels and of runs.
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
@@ -82,14 +82,20 @@ class _Chained:
         return self.count
 
 
-def _dict_columns(data: Mapping, name: str):
+def query_dicts(data: Mapping, name: str) -> list[Mapping]:
+    """The per-query dicts of a dict of dicts; a TypeError names ``name`` where one is not a dict."""
     queries = list(data.values())
-    bad = next((entries for entries in queries if not isinstance(entries, Mapping)), None)
+    bad = next((e for e in queries if type(e) is not dict and not isinstance(e, Mapping)), None)
     if bad is not None:
         raise TypeError(
             f"{name}: a dict of dicts maps each query id to a dict of document id -> value, "
             f"got a {type(bad).__name__} for a query"
         )
+    return queries
+
+
+def _dict_columns(data: Mapping, name: str):
+    queries = query_dicts(data, name)
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
     docs = doc_ids(_Chained(queries, total))

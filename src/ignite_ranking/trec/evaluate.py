@@ -19,6 +19,8 @@ thousand queries become :class:`~ignite_ranking.Retrieved` batches
   join with the qrels and the ranking. Duplicate documents are still looked for in the whole run.
 - R (relevant documents) and the ideal DCG come from *all* judged documents of the query in the
   qrels, not only the retrieved ones.
+- A run given as a dict of dicts with ``str`` ids is ranked under ``ties="trec"`` at its judged
+  documents only (:mod:`~ignite_ranking.trec.run_dicts`), with the same values.
 
 Query set (as trec_eval): queries of the run that are not in the qrels are skipped; queries of
 the qrels with no relevant document that the run answers are evaluated (every measure 0) and
@@ -48,7 +50,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -56,14 +58,15 @@ import numpy as np
 import torch
 
 from ..kernels import TIE_POLICIES
-from ..kernels.forms import Ranking, normalize
 from ..kernels.judged import condense
+from .columns import columns
 from .diversity import evaluate_diversity, is_diversity_measure
 from .extra_measures import EXTRA_FAMILIES, MIN_GEO_MEAN, relstrings
 from .gains import GainRule, ideal_matrix
 from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
-from .retrieved import RunQueries, trec_ranked
+from .retrieved import RunQueries
+from .run_dicts import DictQueries, has_str_ids
 from .scores import Batch, family_values, label_lists
 
 __all__ = ["SCORE_PRECISIONS", "EvaluationResult", "evaluate", "tie_policies"]
@@ -127,12 +130,12 @@ def _torch_threads(num_threads: int | None):
 
 
 @contextlib.contextmanager
-def _located(qrels: Qrels, run: Run):
+def _located(qrels: Qrels, run: Run | Mapping):
     """Turns a duplicate found in the arrays into an error naming the file and its lines."""
     try:
         yield
     except DuplicateEntryError as err:
-        raise err.located(run.path if err.kind == "run" else qrels.path) from None
+        raise err.located(getattr(run, "path", None) if err.kind == "run" else qrels.path) from None
 
 
 def _gain_rule(measure: Measure) -> GainRule | None:
@@ -163,7 +166,7 @@ def _check_options(relevance_level: object, ties: object, score_precision: objec
 
 def evaluate(
     qrels: Qrels,
-    run: Run,
+    run: Run | Mapping,
     metrics: Sequence[str | Measure],
     *,
     relevance_level: int = 1,
@@ -179,7 +182,11 @@ def evaluate(
 
     Args:
         qrels: judgements, from :func:`~ignite_ranking.trec.io.read_qrels`.
-        run: the run, from :func:`~ignite_ranking.trec.io.read_run`.
+        run: the run, from :func:`~ignite_ranking.trec.io.read_run`, or a dict of dicts
+            ``{query id: {document id: score}}`` (ir_measures' form; with ``str`` ids and
+            ``ties="trec"`` it is ranked at its judged documents only, see
+            :mod:`~ignite_ranking.trec.run_dicts`; otherwise read as
+            :func:`~ignite_ranking.trec.columns.columns` reads it).
         metrics: measure names in trec_eval, ir_measures or ranx syntax (see
             :mod:`ignite_ranking.trec.measures`), e.g. ``["P.5,10", "nDCG@10", "mrr@10"]``.
         relevance_level: a judged document is relevant iff ``grade >= relevance_level``
@@ -243,27 +250,8 @@ def evaluate(
     for m in measures:
         if m.rel is not None and m.rel < 0:
             raise ValueError(f"measure {m.name!r}: its relevance level must be >= 0, got {m.rel}")
-    kernel_ties = "last" if ties == "trec" else ties  # ids ascend with the docno: see retrieved.py
-
-    # Map the run's query ids onto the qrels' and drop queries the qrels do not know.
-    qrels_index = {q: i for i, q in enumerate(qrels.qids)}
-    run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.qids], dtype=np.int64)
-    mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
-    keep = mapped >= 0
-    rows = slice(None) if keep.all() else np.flatnonzero(keep)
+    queries, missing, run_to_qrels, run_tag = _grouped(qrels, run, ties, score_precision, missing_as_zero)
     num_q = len(qrels.qids)
-    qid, docno, score = mapped[rows], run.docno[rows], run.score[rows]
-    missing = np.zeros(0, dtype=np.int64)
-    if missing_as_zero:  # trec_eval -c ranks one document outside the pool for each (see below)
-        answered = np.zeros(num_q, dtype=bool)
-        answered[qid] = True
-        missing = np.flatnonzero(~answered)
-    if missing.size:  # an empty docno: in no qrels (trec_eval's is "ceci_nest_pas_un_docno")
-        qid = np.concatenate((qid, missing))
-        docno = np.concatenate((docno, np.zeros(len(missing), dtype=docno.dtype)))
-        score = np.concatenate((score, np.ones(len(missing))))
-    with _located(qrels, run):
-        queries = RunQueries.group(qrels, qid, docno, score, score_precision)
     count = queries.count
 
     levels = sorted({relevance_level if m.rel is None else m.rel for m in asked})
@@ -279,7 +267,7 @@ def evaluate(
     rules = {rule for rule in map(_gain_rule, measures) if rule is not None}
     ideals = {rule: rule.ideal(qrels) for rule in rules}
 
-    # Evaluated queries, in order of first appearance in the run (run.qids' order).
+    # Evaluated queries, in order of first appearance in the run (its qids' order).
     evaluated = run_to_qrels[run_to_qrels >= 0]
     answered = count > 0
     answered[missing] = False  # ranked the placeholder alone: listed last, once
@@ -314,13 +302,8 @@ def evaluate(
         strings of the string-valued measures."""
         r_max = max(int(num_relevant[level][qs].max()) for level in levels)
         batch_depth = max(depth, r_max) if needs_r else depth
-        retrieved = queries.batch(qs, batch_depth, ties)
-        ranked, condensed = {}, {}
-        for level in levels:
-            ranking = Ranking(batch_depth, level, kernel_ties, cover_relevant=needs_r)
-            ranked[level] = trec_ranked(normalize(retrieved, ranking).ranked, num_nonrelevant[level][qs])
-            if condensing:
-                condensed[level] = condense(ranked[level])
+        ranked = queries.ranked(qs, batch_depth, levels, ties, needs_r, num_nonrelevant)
+        condensed = {level: condense(ranked[level]) for level in levels} if condensing else {}
         batch = Batch(
             ranked=ranked,
             retrieved=count[qs],
@@ -338,7 +321,7 @@ def evaluate(
             if m.family == "relstring":
                 strings[m.name] = relstrings(label_lists(batch, relevance_level, m.judged_only), m.params[0])
             else:  # runid
-                strings[m.name] = [run.tag] * len(qs)
+                strings[m.name] = [run_tag] * len(qs)
         return block, strings
 
     # Batches are ranked and scored on a thread pool, one thread per core (torch and numpy release
@@ -374,6 +357,47 @@ def evaluate(
         measures=asked,
         texts=strings,
     )
+
+
+def _grouped(qrels: Qrels, run, ties: str, precision: str, missing_as_zero: bool):
+    """``(queries, missing, run_to_qrels, run tag)``: the run's documents grouped by qrels query
+    (:class:`RunQueries`, or :class:`DictQueries` for a dict of dicts ranked the trec_eval way),
+    the qrels queries that the run lacks when they count (``missing_as_zero``), and the qrels
+    index of each run query (-1 where the qrels lack it)."""
+    num_q = len(qrels.qids)
+    if isinstance(run, Mapping) and not (ties == "trec" and has_str_ids(run)):
+        run = _run_columns(run)
+    run_qids = [str(q) for q in run] if isinstance(run, Mapping) else run.qids
+    # Map the run's query ids onto the qrels' and drop queries the qrels do not know.
+    qrels_index = {q: i for i, q in enumerate(qrels.qids)}
+    run_to_qrels = np.array([qrels_index.get(q, -1) for q in run_qids], dtype=np.int64)
+    missing = np.zeros(0, dtype=np.int64)
+    if isinstance(run, Mapping):
+        if missing_as_zero:
+            lengths = np.fromiter(map(len, run.values()), dtype=np.int64, count=len(run))
+            answered = np.zeros(num_q, dtype=bool)
+            answered[run_to_qrels[(run_to_qrels >= 0) & (lengths > 0)]] = True
+            missing = np.flatnonzero(~answered)
+        return DictQueries.join(qrels, run, run_to_qrels, missing, precision), missing, run_to_qrels, ""
+    mapped = run_to_qrels[run.qid] if len(run) else np.zeros(0, dtype=np.int64)
+    keep = mapped >= 0
+    rows = slice(None) if keep.all() else np.flatnonzero(keep)
+    qid, docno, score = mapped[rows], run.docno[rows], run.score[rows]
+    if missing_as_zero:  # trec_eval -c ranks one document outside the pool for each (see evaluate)
+        answered = np.zeros(num_q, dtype=bool)
+        answered[qid] = True
+        missing = np.flatnonzero(~answered)
+    if missing.size:  # an empty docno: in no qrels (trec_eval's is "ceci_nest_pas_un_docno")
+        qid = np.concatenate((qid, missing))
+        docno = np.concatenate((docno, np.zeros(len(missing), dtype=docno.dtype)))
+        score = np.concatenate((score, np.ones(len(missing))))
+    with _located(qrels, run):
+        return RunQueries.group(qrels, qid, docno, score, precision), missing, run_to_qrels, run.tag
+
+
+def _run_columns(run: Mapping) -> Run:
+    qids, codes, docs, score = columns(run, "run")
+    return Run(qids=qids, qid=codes, docno=docs, score=score)
 
 
 def _summaries(

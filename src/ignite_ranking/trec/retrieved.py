@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ..kernels import RankedBatch
-from ..kernels.forms import Retrieved
+from ..kernels.forms import Ranking, Retrieved, normalize
 from .grid import docno_order, refuse_duplicates, refuse_sorted_duplicates, segments, top_cells
 from .io import Qrels
 from .judgements import NOT_IN_POOL, PADDING, UNJUDGED, Judgements, index_judgements, judged_rows, words
@@ -123,6 +123,20 @@ class RunQueries:
         scores[cells] = values
         relevant, grades = self._judgements_of(qs, ids[cells], matched, listed, cells.shape[1])
         return Retrieved(torch.from_numpy(ids), relevant, torch.from_numpy(scores), grades)
+
+    def ranked(
+        self, qs: np.ndarray, depth: int, levels: list[int], ties: str, cover_relevant: bool,
+        num_nonrelevant: dict[int, np.ndarray],
+    ) -> dict[int, RankedBatch]:  # fmt: skip
+        """The queries ``qs`` ranked at each relevance level with trec_eval's labels (see
+        :meth:`batch` and :func:`trec_ranked`); ``num_nonrelevant``: N per level and query."""
+        retrieved = self.batch(qs, depth, ties)
+        kernel_ties = "last" if ties == "trec" else ties  # ids ascend with the docno
+        out = {}
+        for level in levels:
+            ranking = Ranking(depth, level, kernel_ties, cover_relevant=cover_relevant)
+            out[level] = trec_ranked(normalize(retrieved, ranking).ranked, num_nonrelevant[level][qs])
+        return out
 
     def _judgements_of(self, qs, listed_ids, matched, listed, width) -> tuple[torch.Tensor, torch.Tensor]:
         """``(len(qs), m)`` ids (``-1``-padded) and grades of the queries' qrels entries: each at

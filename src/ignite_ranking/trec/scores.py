@@ -63,7 +63,10 @@ def _discounted(gains: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
 
 
 def _ndcg(ranked: RankedBatch, ideal: torch.Tensor, rule: GainRule, cutoffs: Sequence[int]) -> torch.Tensor:
-    gains = torch.from_numpy(rule.of(ranked.labels.numpy().astype(np.int64)))
+    labels = ranked.labels
+    if ranked.blocks is None:  # the ranks past the deepest cutoff add nothing (a tied block may)
+        labels = labels[:, : max(cutoffs)]
+    gains = torch.from_numpy(rule.of(labels.numpy().astype(np.int64)))
     # Only the ranks that hold a document gain: past them, a condensed (judged-only) list keeps
     # the labels of the unjudged documents it moved out, which custom gains may reward.
     gains[torch.arange(gains.shape[1]) >= judged.retrieved_counts(ranked)[:, None]] = 0.0
