@@ -815,27 +815,39 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
 
 @pytest.mark.parametrize("num_items", [5, 64, 130, 1000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8, torch.bool])
-def test_sparse_ideal_labels_equal_the_top_k_of_the_relevant_labels(num_items, dtype):
+@pytest.mark.parametrize("grades", [(1, 4), (1, 2)])
+def test_sparse_ideal_labels_equal_the_top_k_of_the_relevant_labels(num_items, dtype, grades):
     """The kernel lists the relevant labels of rows with few of them instead of a top-k over all
-    labels; both give the same ideal ranking (relevant labels descending, then gain 0)."""
-    from ignite_ranking.kernels.ranking import _relevant_largest, rank_batch
+    labels; both give the same ideal ranking (relevant labels descending, then gain 0). Where
+    every relevant label is 1 (binary labels), the ideal ranking is R ones, counted."""
+    from ignite_ranking.kernels.batch import IdealLevels
+    from ignite_ranking.kernels.ideal import relevant_largest
+    from ignite_ranking.kernels.ranking import rank_batch
 
     rng = np.random.default_rng([13, num_items])
     y = torch.zeros(40, num_items, dtype=torch.float64)  # at most one relevant item a row, ...
     for row in range(40):
         if rng.random() < 0.8:
-            y[row, int(rng.integers(num_items))] = float(rng.integers(1, 4))
-    y[7, -1] = 3.0  # ... and one in the columns after the last whole run
+            y[row, int(rng.integers(num_items))] = float(rng.integers(*grades))
+    y[7, -1] = grades[1] - 1.0  # ... and one in the columns after the last whole run
+    y[9, 0] = 0.5 if dtype.is_floating_point else 0  # a label below the threshold
     y = (y >= 1) if dtype == torch.bool else y.to(dtype)
     labels = y.view(torch.uint8) if dtype == torch.bool else y
     width = min(11, num_items)
-    best, counts, largest = _relevant_largest(labels, 1, width)
+    ideal, counts, largest = relevant_largest(labels, 1, width)
     top = torch.topk(labels, width, dim=1).values
-    assert torch.equal(best, torch.where(top >= 1, top, torch.zeros_like(top)))
+    expected = torch.where(top >= 1, top, torch.zeros_like(top))
+    if grades[1] == 2 or dtype == torch.bool:  # binary: R ones
+        assert isinstance(ideal, IdealLevels) and ideal.single == 1.0
+        ideal_labels, ideal_relevant = ideal.expand(width)
+        assert torch.equal(ideal_labels, expected.to(torch.float64))
+        assert torch.equal(ideal_relevant, (expected >= 1).to(torch.float64))
+    else:
+        assert torch.equal(ideal, expected)
     assert counts.tolist() == (labels >= 1).sum(dim=1).double().tolist()
     assert torch.equal(largest, labels.amax(dim=1))  # what the NaN check reads
-    assert _relevant_largest(labels, 0, width) is None  # every item may be relevant: top-k
-    assert _relevant_largest(torch.ones_like(labels), 1, width) is None  # many relevant: top-k
+    assert relevant_largest(labels, 0, width) is None  # every item may be relevant: top-k
+    assert relevant_largest(torch.full_like(labels, 2), 1, width) is None  # many relevant: top-k
     y_pred = torch.from_numpy(rng.normal(size=(40, num_items)))
     ranked = rank_batch(y_pred, y, 10, ideal=True, count=True)
     assert ranked.num_relevant.tolist() == counts.tolist()

@@ -18,6 +18,7 @@ from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
 from ignite_ranking import MRR, NDCG, RankingMetrics, Recall, RPrecision
 from ignite_ranking import functional as F
 from ignite_ranking.kernels import boundary, ranking, top_indices
+from ignite_ranking.kernels.ideal import _MAX_LEVELS, label_levels
 from ignite_ranking.kernels.inputs import comparable_labels
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
@@ -290,8 +291,8 @@ def test_label_levels_of_a_deep_cutoff_equal_the_ideal_order(low, high, dtype):
         expected_labels, expected_relevant = ranking.ideal_order(labels, threshold, best)
         expected_count = (labels >= threshold).sum(dim=1).to(torch.float64)
         for k in (13, 49, 50):
-            levels, relevant = ranking._label_levels(labels, threshold, k)
-            if high - low >= ranking._MAX_LEVELS or k < 50 // 4:
+            levels, relevant = label_levels(labels, threshold, ranking.sorts_whole_rows(k, 50))
+            if high - low >= _MAX_LEVELS or k < 50 // 4:
                 assert levels is None
                 continue
             ideal_labels, ideal_relevant = levels.expand(k)
@@ -306,13 +307,13 @@ def test_float_labels_off_the_grid_of_a_sample_are_ranked_for_the_ideal_order(od
     # one label off it (in no sample of every 4th label) makes the kernel rank them.
     generator = torch.Generator().manual_seed(3)
     labels = torch.tensor([0.0, 0.5, 1.0, 2.5])[torch.randint(0, 4, (2, 2**17), generator=generator)]
-    levels, relevant = ranking._label_levels(labels, 1.0, 2**17)
+    levels, relevant = label_levels(labels, 1.0, True)
     assert levels.labels.tolist() == [2.5, 2.0, 1.5, 1.0, 0.5, 0.0]
     expected = ranking.ideal_order(labels, 1.0, torch.topk(labels, 2**17).values)
     assert all(torch.equal(a, b) for a, b in zip(levels.expand(2**17), expected, strict=True))
     assert torch.equal(relevant, (labels >= 1.0).sum(dim=1).to(torch.float64))
     labels[1, 5] = odd
-    assert ranking._label_levels(labels, 1.0, 2**17) == (None, None)
+    assert label_levels(labels, 1.0, True) == (None, None)
 
 
 @pytest.mark.parametrize("ties", ["first", "last", "optimistic", "pessimistic", "average"])
@@ -351,3 +352,32 @@ def test_label_policies_sort_rows_by_score_then_label_then_index(ties, score_dty
             s, y = scores[row].tolist(), labels[row].tolist()
             expected = sorted(range(300), key=lambda i: (-s[i], sign * y[i], i))
             assert got[row].tolist() == expected
+
+
+def test_deep_sums_taken_a_block_at_a_time_equal_one_cumulative_sum():
+    """``sum_to_cutoffs`` sums deep rows a block of columns at a time, each block starting from
+    the sum so far: the sums of one ``cumsum`` over all ranks, to the bit."""
+    from ignite_ranking.kernels.batch import sum_to_cutoffs
+
+    generator = torch.Generator().manual_seed(24)
+    for batch, depth in [(1, 70_000), (5, 20_000), (64, 3_000)]:
+        values = torch.rand(batch, depth, dtype=torch.float64, generator=generator)
+        weights = torch.rand(depth, dtype=torch.float64, generator=generator)
+        cutoffs = [1, 7, depth // 3, depth - 1, depth, depth + 5]
+        columns = [min(k, depth) - 1 for k in cutoffs]
+        weighted = (values * weights).cumsum(dim=1)[:, columns]
+        assert torch.equal(sum_to_cutoffs(values, cutoffs, weights), weighted)
+        assert torch.equal(sum_to_cutoffs(values, cutoffs), values.cumsum(dim=1)[:, columns])
+
+
+@pytest.mark.parametrize("decimals", [2, 3])
+def test_few_ties_in_the_top_k_are_ordered_as_a_stable_sort(decimals):
+    """Rows with a few runs of equal scores among their best items: the tied items alone are
+    sorted by index (ascending under "first", descending under "last")."""
+    generator = torch.Generator().manual_seed(decimals)
+    y_pred = torch.randn(64, 3_000, generator=generator).round(decimals=decimals)
+    for k in (10, 100):
+        first = torch.argsort(y_pred, dim=1, descending=True, stable=True)[:, :k]
+        last = 2_999 - torch.argsort(y_pred.flip(1), dim=1, descending=True, stable=True)[:, :k]
+        assert torch.equal(top_indices(y_pred, k, "first"), first)
+        assert torch.equal(top_indices(y_pred, k, "last"), last)

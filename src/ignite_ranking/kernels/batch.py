@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -13,9 +15,11 @@ __all__ = [
     "GAIN_FUNCTIONS",
     "IdealLevels",
     "RankedBatch",
+    "at_cutoffs",
     "check_gain_function",
     "gain",
     "ideal_order",
+    "sequential_sums",
     "sum_to_cutoffs",
 ]
 
@@ -87,13 +91,62 @@ def sum_to_cutoffs(
     if depth == 0 or not cutoffs:
         return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
     depth = min(depth, max(cutoffs))  # the ranks past the deepest cutoff are not read
-    per_rank = per_rank[:, :depth]
-    if weights is not None:
-        per_rank = per_rank * weights[..., :depth]
-        cumulative = per_rank.cumsum_(dim=1)
-    else:
-        cumulative = per_rank.cumsum(dim=1)
-    return cumulative[:, torch.tensor([min(k, depth) - 1 for k in cutoffs], device=per_rank.device)]
+
+    def block(start: int, stop: int) -> torch.Tensor:
+        columns = per_rank[:, start:stop]
+        return columns * weights[..., start:stop] if weights is not None else columns.clone()
+
+    return sequential_sums(block, batch, depth, cutoffs)
+
+
+# Cumulative sums of more columns than make this many elements are taken a block at a time:
+# a block in cache, and small enough that torch runs each of its operations on one thread (no
+# hand-off to the other threads, which waits whenever another process holds a core).
+_SUM_ELEMENTS = 2**15
+
+
+def sequential_sums(
+    block: Callable[[int, int], torch.Tensor], batch: int, depth: int, cutoffs: Sequence[int]
+) -> torch.Tensor:
+    """``(batch, len(cutoffs))``: the cumulative sums along the ranks of ``(batch, depth)`` values,
+    ``depth > 0``, read at each cutoff; ``block(start, stop)`` gives the values of ranks
+    ``start + 1 .. stop`` as a new tensor (written here).
+
+    Deep rows are summed a block of columns (in cache) at a time, each block's first column
+    adding the sum so far: the same sequential sums as one ``cumsum`` of all ranks, to the bit,
+    without a ``(batch, depth)`` tensor of them (nor of the values).
+    """
+    step = max(1, _SUM_ELEMENTS // max(batch, 1))
+    columns = [min(k, depth) - 1 for k in cutoffs]
+    if depth <= step or columns != sorted(columns):
+        return at_cutoffs(block(0, depth).cumsum_(dim=1), cutoffs)
+    out = so_far = None
+    for start in range(0, depth, step):
+        stop = min(start + step, depth)
+        summed = block(start, stop)
+        if so_far is not None:
+            summed[:, 0] += so_far
+        summed.cumsum_(dim=1)
+        if out is None:
+            out = torch.empty(batch, len(columns), dtype=summed.dtype, device=summed.device)
+        low, high = bisect.bisect_left(columns, start), bisect.bisect_left(columns, stop)
+        if high > low:
+            at = torch.tensor(columns[low:high], device=summed.device) - start
+            out[:, low:high] = summed[:, at]
+        so_far = summed[:, -1]
+    return out
+
+
+def at_cutoffs(cumulative: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
+    """``(batch, len(cutoffs))``: cumulative sums ``(batch, K)``, ``K > 0``, read at each cutoff
+    (a cutoff beyond ``K`` reads the last)."""
+    return cumulative[:, _cutoff_columns(tuple(cutoffs), cumulative.shape[1], cumulative.device)]
+
+
+@functools.lru_cache(maxsize=64)
+def _cutoff_columns(cutoffs: tuple[int, ...], depth: int, device: torch.device) -> torch.Tensor:
+    """The column of each cutoff in cumulative sums over ``depth`` ranks (read only)."""
+    return torch.tensor([min(k, depth) - 1 for k in cutoffs], device=device)
 
 
 def ideal_order(
@@ -329,7 +382,17 @@ class RankedBatch:
         blocks = self.blocks
         if blocks is not None and blocks.few_blocks(cutoffs):
             return blocks.sums_to_cutoffs(blocks.block_relevant, cutoffs)
-        return sum_to_cutoffs(self.relevant, cutoffs)
+        if self.depth == 0:
+            return sum_to_cutoffs(self.relevant, cutoffs)
+        return at_cutoffs(self.cumulative_relevant(), cutoffs)
+
+    def cumulative_relevant(self) -> torch.Tensor:
+        """``(batch, K)``: ``relevant.cumsum(dim=1)``, summed once for every scorer that reads
+        it (hits, AP) while ``relevant`` is the same tensor."""
+        cached = self._gain_cache.get("cumulative")
+        if cached is None or cached[0] is not self.relevant:
+            cached = self._gain_cache["cumulative"] = (self.relevant, self.relevant.cumsum(dim=1))
+        return cached[1]
 
     def ideal_dcg(self, gain_function: str, cutoffs: Sequence[int], discount: torch.Tensor) -> torch.Tensor:
         """``(batch, len(cutoffs))`` the ideal ranking's gains (scaled as :meth:`gains`) times

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["BoundaryBlocks", "GainOf", "boundary_blocks", "fill_tied_slots", "row_chunks", "rows_per_chunk"]
+__all__ = [
+    "BoundaryBlocks",
+    "GainOf",
+    "boundary_blocks",
+    "fill_tied_slots",
+    "row_chunks",
+    "row_slices",
+    "rows_per_chunk",
+]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
 # ``rows``, broadcastable to ``labels``, holds the batch row of each label (gains may be scaled
@@ -32,6 +40,13 @@ CHUNK_ELEMENTS = 2**21
 def rows_per_chunk(num_items: int) -> int:
     """How many rows of ``num_items`` make one chunk of about ``CHUNK_ELEMENTS`` elements."""
     return max(1, CHUNK_ELEMENTS // max(num_items, 1))
+
+
+def row_slices(batch: int, num_items: int) -> Iterator[slice]:
+    """Consecutive slices of ``batch`` rows, each of about ``CHUNK_ELEMENTS`` elements."""
+    step = rows_per_chunk(num_items)
+    for start in range(0, batch, step):
+        yield slice(start, min(start + step, batch))
 
 
 def row_chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
@@ -200,19 +215,21 @@ def fill_tied_slots(
         labels: ``(batch, num_items)`` labels for the label policies, else unused.
 
     Returns:
-        ``indices`` with the slots holding the boundary value refilled by the policy's items;
-        the items above the boundary are already the right ones. The order within a row is
-        unspecified (the caller sorts).
+        ``indices``, written in place: the slots holding the boundary value refilled by the
+        policy's items; the items above the boundary are already the right ones. The order
+        within a row is unspecified (the caller sorts).
     """
     k = values.shape[1]
     boundary = values[:, -1]
     # topk's values are sorted, so a row's boundary slots are its last ``slots`` columns.
-    slots = (values == boundary[:, None]).sum(dim=1)
+    slots = (values[crossing] == boundary[crossing, None]).sum(dim=1)
     if labels is not None and labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
-    is_crossing = torch.zeros_like(slots, dtype=torch.bool).index_fill(0, crossing, True)
     rows, tied = _tied_mask(scores, boundary, crossing)
-    wanted = torch.where(is_crossing, slots, torch.zeros_like(slots))[rows]
+    # The slots each of ``rows`` refills: those of a crossing row, none in the others.
+    wanted = slots
+    if rows.numel() != crossing.numel():
+        wanted = torch.zeros_like(rows).index_copy(0, crossing, slots)
     listed = _list_sparse(tied)
     if listed is not None:
         row, ordinal, column = _listed_in_order(*listed, wanted, ties, lambda r, c: labels[rows[r], c])
@@ -228,12 +245,11 @@ def fill_tied_slots(
             chunk_labels = labels.index_select(0, rows[part]) if by_label else None
             row, ordinal, column = _chosen_in_chunk(tied[part], wanted[part], ties, chunk_labels)
             chosen.append((rows[part][row], k - wanted[part][row] + ordinal, column))
-    filled = indices.clone()
     if chosen:
-        filled[torch.cat([c[0] for c in chosen]), torch.cat([c[1] for c in chosen])] = torch.cat(
+        indices[torch.cat([c[0] for c in chosen]), torch.cat([c[1] for c in chosen])] = torch.cat(
             [c[2] for c in chosen]
         )
-    return filled
+    return indices
 
 
 @dataclass

@@ -24,12 +24,11 @@ are then ordered with stable sorts of ``(batch, k)`` values.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, rows_per_chunk
+from .boundary import boundary_blocks, fill_tied_slots, row_slices, rows_per_chunk
+from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
@@ -165,7 +164,7 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         _gather_ranked(labels[rows], order, threshold, kept, relevant[rows])
 
     if ties != "average":
-        for rows in _row_slices(batch if k else 0, num_items):
+        for rows in row_slices(batch if k else 0, num_items):
             order = _sorted_rows(scores[rows], ties, labels[rows])[:, :k]
             gather(rows, order)
             if indices is not None:
@@ -180,7 +179,7 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         tail=None,  # type: ignore[arg-type]  # set below
     )
     tails, written = [], []
-    for rows in _row_slices(batch if k else 0, num_items):
+    for rows in row_slices(batch if k else 0, num_items):
         # Expected values read each tied block whole, never the order inside it: only kept
         # indices need the "first" order (a stable sort costs about 1.25x an unstable one).
         values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=keep_indices)
@@ -201,13 +200,6 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         blocks.block_relevant[rows, chunk_slots:] = 0.0
     # The relevant share at each rank, written over the 1.0/0.0 relevance (now in ranked_relevant).
     return ranked_labels, blocks.read_back(blocks.block_relevant, out=relevant), indices, blocks
-
-
-def _row_slices(batch: int, num_items: int):
-    """Consecutive row slices of about ``CHUNK_ELEMENTS`` elements."""
-    step = rows_per_chunk(num_items)
-    for start in range(0, batch, step):
-        yield slice(start, min(start + step, batch))
 
 
 def _gather_ranked(labels, order, threshold, ranked_labels, relevant):
@@ -296,12 +288,19 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     the tie policy.
 
     ``torch.topk`` returns ``values`` in descending order, so a row whose values are all distinct
-    is in ranking order already; only rows with two equal values (ties, and the slots
-    :func:`~ignite_ranking.kernels.boundary.fill_tied_slots` filled) are sorted: under
-    ``"first"``/``"last"`` once, on a key of the run of equal values and the index; under a label
-    policy by index, then label, then score, each sort stable.
+    is in ranking order already; only runs of equal values (ties, and the slots
+    :func:`~ignite_ranking.kernels.boundary.fill_tied_slots` filled) are reordered. Under
+    ``"first"``/``"last"``, where few items are tied, the items of the runs are listed and sorted
+    at once by run and index (:func:`_runs_by_index`); otherwise the rows with a run are sorted:
+    under ``"first"``/``"last"`` once, on a key of the run of equal values and the index; under a
+    label policy by index, then label, then score, each sort stable. ``indices`` may be written.
     """
-    tied = (values[:, 1:] == values[:, :-1]).any(dim=1).nonzero().squeeze(1)
+    same = values[:, 1:] == values[:, :-1]
+    if ties not in _BY_LABEL:
+        ordered = _runs_by_index(indices, same, ties == "last", num_items)
+        if ordered is not None:
+            return ordered
+    tied = same.any(dim=1).nonzero().squeeze(1)
     if tied.numel() == 0:
         return indices
     every = tied.numel() == indices.shape[0]
@@ -319,6 +318,29 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     part, part_values = part.gather(1, by_label), part_values.gather(1, by_label)
     part = part.gather(1, part_values.argsort(dim=1, descending=True, stable=True))
     return part if every else indices.index_copy(0, tied, part)
+
+
+def _runs_by_index(indices, same, last, num_items):
+    """``indices`` with each run of equal values in ascending index order (descending if
+    ``last``), written in place, when at most an eighth of the items are in such a run; else None.
+
+    ``same``: ``(batch, k - 1)``, where the value at each rank equals the one after it. The items
+    of the runs, listed in row order, are sorted in one go by a key of their run's number and
+    their index: a sort of the tied items, not of every tied row.
+    """
+    batch, k = indices.shape
+    follows = torch.nn.functional.pad(same, (1, 0))  # equal to the value before
+    rows, ranks = (follows | torch.nn.functional.pad(same, (0, 1))).nonzero(as_tuple=True)
+    if 8 * rows.numel() > batch * k:
+        return None
+    if rows.numel() == 0:
+        return indices
+    run = (~follows[rows, ranks]).cumsum(dim=0)  # a run starts where the value changes
+    items = indices[rows, ranks]
+    key = run * num_items + (num_items - 1 - items if last else items)
+    position = key.sort().values.remainder_(num_items)
+    indices[rows, ranks] = num_items - 1 - position if last else position
+    return indices
 
 
 def rank_batch(
@@ -371,16 +393,18 @@ def rank_batch(
     depth = min(depth, y.shape[1])
     best = levels = labels_seen = None
     if ideal:
-        levels, reached = _label_levels(labels, threshold, depth)
+        levels, reached = label_levels(labels, threshold, sorts_whole_rows(depth, y.shape[1]))
         if levels is None:
             # One label more than the depth shows which rows have relevant items beyond it.
             width = min(depth + 1, y.shape[1])
-            sparse = _relevant_largest(labels, threshold, width)
+            sparse = relevant_largest(labels, threshold, width)
             if sparse is None:
                 best = top_k_rows(labels, width)[0]
                 labels_seen = best[:, 0] if width else None  # a NaN is the largest to topk
             else:
                 best, reached, labels_seen = sparse
+                if isinstance(best, IdealLevels):
+                    levels, best = best, None
         if reached is not None and num_relevant is None:
             num_relevant = reached if count else (reached > 0).to(torch.float64)
     if num_relevant is None and not relevance:
@@ -468,134 +492,6 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
-
-
-# The sparse ideal path (``_relevant_largest``) lists at most this share of the ideal positions,
-# and finds them in runs of this many items of a row.
-_SPARSE_SHARE = 4
-_RUN = 64
-_PROBE_ROWS = 8  # rows read first to give up early on rows of many relevant items
-
-
-def _relevant_largest(
-    labels: torch.Tensor, threshold: float | int, width: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """Each row's ``width`` largest labels when few items are relevant: its relevant labels in
-    descending order, then 0 (a label of gain 0), each row's relevant count (float64) and its
-    largest label (NaN where it holds one, for :func:`~ignite_ranking.kernels.inputs.refuse_nan`).
-
-    Under a positive threshold only relevant items have a gain, so the ideal ranking is their
-    labels in descending order, whatever the labels of the others. The largest label of each run
-    of ``_RUN`` items of a row (one reduction) shows the runs that hold a relevant item, and only
-    those are read item by item: when the rows hold at most
-    ``width / _SPARSE_SHARE`` relevant items on average this costs a fraction of a top-k over the
-    labels. Otherwise, and off the CPU (where the top-k is fast and listing needs a
-    synchronization), None: the kernel takes the top-k.
-    """
-    batch, num_items = labels.shape
-    if not threshold > 0 or width == 0 or batch == 0 or labels.device.type != "cpu" or labels.stride(1) != 1:
-        return None
-    limit = batch * width // _SPARSE_SHARE
-    runs = num_items // _RUN
-    whole = runs * _RUN
-    parts, maxima = [], []
-    if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
-        blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
-        probe = min(batch, _PROBE_ROWS)  # a few rows first: with many relevant items, no full pass
-        if int((torch.amax(blocks[:probe], dim=2) >= threshold).sum()) * batch > limit * probe:
-            return None
-        run_max = torch.amax(blocks, dim=2)
-        maxima.append(run_max.amax(dim=1))
-        run_rows, run_index = (run_max >= threshold).nonzero(as_tuple=True)
-        if run_rows.numel() > limit:
-            return None
-        steps = torch.arange(_RUN, device=labels.device)
-        parts.append((run_rows.repeat_interleave(_RUN), (run_index[:, None] * _RUN + steps).reshape(-1)))
-    if whole < num_items:
-        maxima.append(labels[:, whole:].amax(dim=1))
-        tail_rows, tail_cols = (labels[:, whole:] >= threshold).nonzero(as_tuple=True)
-        parts.append((tail_rows, tail_cols + whole))
-    rows = torch.cat([r for r, _ in parts])
-    cols = torch.cat([c for _, c in parts])
-    hit = labels[rows, cols] >= threshold
-    rows, cols = rows[hit], cols[hit]
-    if rows.numel() > limit:
-        return None
-    values = labels[rows, cols]
-    by_value = values.argsort(descending=True, stable=True)
-    order = by_value[rows[by_value].argsort(stable=True)]  # by row, then by descending label
-    rows, values = rows[order], values[order]
-    counts = torch.bincount(rows, minlength=batch)
-    position = torch.arange(rows.numel(), device=rows.device) - (counts.cumsum(0) - counts)[rows]
-    kept = position < width
-    best = torch.zeros(batch, width, dtype=labels.dtype, device=labels.device)
-    best[rows[kept], position[kept]] = values[kept]
-    largest = maxima[0] if len(maxima) == 1 else torch.stack(maxima).amax(dim=0)
-    return best, counts.to(torch.float64), largest
-
-
-# Deep enough to sort whole rows, labels on a grid of at most this many values are counted by
-# value instead of ranked (a histogram of each row).
-_MAX_LEVELS = 65
-
-
-def _label_levels(
-    labels: torch.Tensor, threshold: float | int, k: int
-) -> tuple[IdealLevels | None, torch.Tensor | None]:
-    """Each row's ideal ranking as runs of equal labels, and its relevant items (float64).
-
-    For a deep ``k`` of labels of a few values, the ideal ranking needs no selection: it is a
-    run of each value, as long as the count of that value in the row. Labels on a grid (the
-    integers, or multiples of 1/2, 1/4, ... for floating labels) from the lowest label to the
-    highest are counted by one histogram a few rows at a time. Otherwise ``(None, None)``: the
-    kernel takes the row's ``k`` largest labels by ``torch.topk``.
-    """
-    batch, num_items = labels.shape
-    if not sorts_whole_rows(k, num_items) or labels.numel() == 0:
-        return None, None
-    grid = _label_grid(labels)
-    if grid is None:
-        return None, None
-    first, scale, levels = grid
-    dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
-    counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
-    for rows in _row_slices(batch, num_items):
-        chunk = labels[rows]
-        if chunk.is_floating_point():
-            steps = chunk * scale  # a power of two: exact
-            if bool(torch.frac(steps).any()):
-                return None, None  # a label off the grid
-            index = steps.to(torch.int64)
-        else:
-            index = chunk.to(torch.int64)  # the labels themselves if int64: never written
-        index = index - first if first else index
-        ones = torch.ones(1, dtype=dtype, device=labels.device).expand_as(index)
-        counts[rows] = counts[rows].zero_().scatter_add_(1, index, ones)
-    values = (first + torch.arange(levels, dtype=torch.float64, device=labels.device)) / scale
-    counts = counts.to(torch.float64)
-    relevant = counts[:, values >= threshold].sum(dim=1)
-    return IdealLevels.of(values, counts, threshold), relevant
-
-
-def _label_grid(labels: torch.Tensor) -> tuple[int, float, int] | None:
-    """``(first, scale, levels)``: the grid of values ``(first + j) / scale``, ``j < levels``,
-    from the lowest label to the highest, that a sample of the labels lies on (``scale`` 1 for
-    integer labels, else the least of 1, 2, 4, 8, 16; every label is checked as it is
-    counted); None where it would hold more than ``_MAX_LEVELS`` values."""
-    low, high = (value.item() for value in torch.aminmax(labels))
-    if not labels.is_floating_point():
-        return (int(low), 1.0, int(high) - int(low) + 1) if high - low < _MAX_LEVELS else None
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    flat = labels.reshape(-1)
-    sample = torch.unique(flat[:: max(1, flat.numel() // 2**16)]).to(torch.float64)
-    for scale in (1.0, 2.0, 4.0, 8.0, 16.0):
-        levels = (high - low) * scale + 1
-        if levels > _MAX_LEVELS:
-            return None
-        if (low * scale).is_integer() and not bool(torch.frac(sample * scale).any()):
-            return int(low * scale), scale, int(levels)
-    return None
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):

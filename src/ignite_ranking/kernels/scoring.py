@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from . import ties
-from .batch import RankedBatch, sum_to_cutoffs
+from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
 
 __all__ = [
     "average_precision",
@@ -38,6 +38,18 @@ def _cutoff_tensor(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
 @functools.lru_cache(maxsize=16)
 def _cutoffs_on(cutoffs: tuple[int, ...], device: torch.device) -> torch.Tensor:
     return torch.tensor(cutoffs, dtype=torch.float64, device=device)
+
+
+@functools.lru_cache(maxsize=16)
+def _ranks(depth: int, first: int, device: torch.device) -> torch.Tensor:
+    """float64 ``first, first + 1, ..., first + depth - 1`` (read only; built once per depth)."""
+    return torch.arange(first, first + depth, dtype=torch.float64, device=device)
+
+
+@functools.lru_cache(maxsize=16)
+def _discount(depth: int, device: torch.device) -> torch.Tensor:
+    """NDCG's ``1 / log2(rank + 1)`` for ranks ``1..depth``, float64 (read only)."""
+    return 1.0 / torch.log2(_ranks(depth, 2, device))
 
 
 def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
@@ -64,9 +76,13 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
 
 def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """1 if a relevant item is in the top k, else 0."""
-    if ranked.blocks is not None and ranked.depth > 0:
+    if ranked.depth == 0:
+        return torch.zeros(
+            ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64, device=ranked.relevant.device
+        )
+    if ranked.blocks is not None:
         return ties.expected_hit_rate(ranked.blocks, cutoffs)
-    return (sum_to_cutoffs(ranked.relevant, cutoffs) > 0).to(torch.float64)
+    return (at_cutoffs(ranked.cumulative_relevant(), cutoffs) > 0).to(torch.float64)
 
 
 def precision(ranked: RankedBatch, cutoffs: Sequence[int], adaptive_k: bool = False) -> torch.Tensor:
@@ -104,15 +120,15 @@ def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tens
     if ranked.blocks is not None:
         return ties.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
     relevant = ranked.relevant
-    ranks = torch.arange(1, relevant.shape[1] + 1, dtype=torch.float64, device=relevant.device)
-    precision_at_rank = relevant.cumsum(dim=1) / ranks
+    if ranked.depth == 0:
+        return sum_to_cutoffs(relevant, cutoffs)
+    precision_at_rank = ranked.cumulative_relevant() / _ranks(ranked.depth, 1, relevant.device)
     return _divide(sum_to_cutoffs(relevant * precision_at_rank, cutoffs), ranked.num_relevant[:, None])
 
 
 def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_rank") -> torch.Tensor:
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
-    ranks = torch.arange(2, ranked.depth + 2, dtype=torch.float64, device=ranked.relevant.device)
-    discount = 1.0 / torch.log2(ranks)
+    discount = _discount(ranked.depth, ranked.relevant.device)
     dcg = ranked.dcg(gain_function, cutoffs, discount)
     idcg = ranked.ideal_dcg(gain_function, cutoffs, discount)
     return _divide(dcg, idcg)

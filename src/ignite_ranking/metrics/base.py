@@ -1018,7 +1018,13 @@ def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
             metric._add_to_sums(limb_sums(values))
         return
     sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
-    column = 0
-    for metric, values in pending:
-        metric._add_to_sums(sums[column : column + values.shape[1]])
-        column += values.shape[1]
+    widths = [values.shape[1] for _, values in pending]
+    states = [metric._sum_per_k[:width] for (metric, _), width in zip(pending, widths, strict=True)]
+    if any(state.device != sums.device for state in states):
+        for (metric, _), part in zip(pending, sums.split(widths), strict=True):
+            metric._add_to_sums(part)
+        return
+    # Every member's rows added and carried at once (carrying works row by row: the same limbs).
+    totals = carry_(torch.cat(states) + sums)
+    for state, total in zip(states, totals.split(widths), strict=True):
+        state.copy_(total)
