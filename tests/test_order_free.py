@@ -168,7 +168,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("world_size", [2, 3, 4])
+@pytest.mark.parametrize("world_size", [2, 3])  # with one process: 1, 2 and 3 (4 took 32 s in CI)
 def test_any_number_of_processes_gives_the_same_bits(reference, tmp_path, world_size):
     import ignite.distributed as idist
 
