@@ -142,6 +142,8 @@ def r_precision(ranked: RankedBatch) -> torch.Tensor:
     """
     if ranked.relevant_within_r is not None:
         return _divide(ranked.relevant_within_r, ranked.num_relevant)[:, None]
-    cumulative = torch.nn.functional.pad(ranked.relevant.cumsum(dim=1), (1, 0))
-    within = cumulative.gather(1, ranked.num_relevant.to(torch.int64)[:, None])
+    r = ranked.num_relevant.to(torch.int64)[:, None]
+    if ranked.depth == 0:  # then R is 0 too
+        return _divide(ranked.relevant.new_zeros((len(r), 1)), ranked.num_relevant[:, None])
+    within = ranked.cumulative_relevant().gather(1, (r - 1).clamp(min=0)) * (r > 0)
     return _divide(within, ranked.num_relevant[:, None])
