@@ -71,6 +71,12 @@ def test_dicts_give_the_readers_columns_and_the_file_values(tmp_path, make_id):
     assert _per_query(*frames) == _per_query(qrels_path, run_path)
 
 
+def test_qrels_from_dicts_keep_their_str_ids():
+    # the dict path looks these up in a run's dicts as they are (trec/run_dicts.py)
+    assert provider.as_qrels({"q": {"a": 1, "b": 0}, "r": {"é": 2}}).ids == ["a", "b", "é"]
+    assert provider.as_qrels({"q": {"a": 1, 7: 0}}).ids is None  # 7 is judged as "7"
+
+
 def test_doc_ids_of_every_kind():
     ids = ["a", "bb", "", "ccc"]
     assert doc_ids(ids).tolist() == [b"a", b"bb", b"", b"ccc"]

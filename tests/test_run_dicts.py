@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ignite_ranking.trec import Qrels, Run, evaluate
-from ignite_ranking.trec.columns import columns
+from ignite_ranking.trec.columns import columns, str_ids
 from ignite_ranking.trec.run_dicts import DictQueries
 
 SCORES = (0.5, 1.0, 1.5, 2.0, -np.inf, np.inf, 1.0 + 2**-30)  # ties, infinities, a float32 tie
@@ -29,9 +29,11 @@ def _random(seed: int, queries: int = 25):
     return {q: v for q, v in qrels.items() if v}, run
 
 
-def _qrels(data) -> Qrels:
+def _qrels(data, keep_ids: bool = False) -> Qrels:
+    """The qrels' columns; with ``keep_ids``, also their ``str`` ids, as ``as_qrels`` keeps them
+    (the dict path then looks those up instead of decoding the docnos)."""
     qids, codes, docno, rel = columns(data, "qrels")
-    return Qrels(qids, codes, docno, rel.astype(np.int64))
+    return Qrels(qids, codes, docno, rel.astype(np.int64), ids=str_ids(data) if keep_ids else None)
 
 
 def _run(data) -> Run:
@@ -67,7 +69,7 @@ OPTIONS = [
 def test_every_trec_measure_equals_the_columns_path(seed, options, dict_calls):
     qrels, run = _random(seed)
     expected = evaluate(_qrels(qrels), _run(run), ["all_trec"], **options)
-    got = evaluate(_qrels(qrels), run, ["all_trec"], **options)
+    got = evaluate(_qrels(qrels, keep_ids=seed % 2 == 1), run, ["all_trec"], **options)
     assert dict_calls, "the dict path was not taken"
     assert got.queries == expected.queries and got.metrics == expected.metrics
     np.testing.assert_array_equal(got.values, expected.values)  # bitwise, NaN where NaN
@@ -81,6 +83,17 @@ def test_small_batches_and_cutoffs_only(dict_calls):
     expected = evaluate(_qrels(qrels), _run(run), measures, batch_size=3)
     got = evaluate(_qrels(qrels), run, measures, batch_size=3)
     assert len(dict_calls) > 5
+    np.testing.assert_array_equal(got.values, expected.values)
+
+
+@pytest.mark.parametrize("keep_ids", [False, True])
+def test_qrels_not_grouped_by_query(keep_ids, dict_calls):
+    qrels = Qrels(["q", "r"], np.array([0, 1, 0, 1], np.int32), np.array([b"a", b"c", b"b", b"a"]),
+                  np.array([1, 2, 0, 1]), ids=["a", "c", "b", "a"] if keep_ids else None)  # fmt: skip
+    run = {"q": {"a": 1.0, "b": 2.0, "x": 2.0}, "r": {"a": 3.0, "c": 3.0}}
+    expected = evaluate(qrels, _run(run), ["all_trec"])
+    got = evaluate(qrels, run, ["all_trec"])
+    assert dict_calls
     np.testing.assert_array_equal(got.values, expected.values)
 
 

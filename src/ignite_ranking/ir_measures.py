@@ -58,7 +58,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
-from .trec.columns import columns
+from .trec.columns import columns, str_ids
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -165,7 +165,8 @@ def as_qrels(qrels) -> Qrels:
     qids, codes, docs, rel = columns(qrels, "qrels")
     if rel.size and not np.all(rel == np.round(rel)):
         raise ValueError("qrels: relevance must be integers")
-    return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64))
+    ids = str_ids(qrels) if isinstance(qrels, Mapping) else None
+    return Qrels(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64), ids=ids)
 
 
 def as_diversity_qrels(qrels) -> DiversityQrels:

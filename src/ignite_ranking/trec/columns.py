@@ -31,7 +31,7 @@ import numpy as np
 
 from .io import _PAD, _as_bytes, _gather
 
-__all__ = ["FIELDS", "columns", "doc_ids", "query_dicts"]
+__all__ = ["FIELDS", "columns", "doc_ids", "query_dicts", "str_ids"]
 
 #: The columns ir_measures names: (query, document, value) of qrels and of runs.
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
@@ -92,6 +92,17 @@ def query_dicts(data: Mapping, name: str) -> list[Mapping]:
             f"got a {type(bad).__name__} for a query"
         )
     return queries
+
+
+def str_ids(data: Mapping) -> list[str] | None:
+    """The document ids of a dict of dicts, in :func:`columns`' order, when every one is a ``str``;
+    else None."""
+    ids = list(chain.from_iterable(query_dicts(data, "qrels")))
+    try:
+        "".join(ids)  # in C: a TypeError iff an id is not a str
+    except TypeError:
+        return None
+    return ids
 
 
 def _dict_columns(data: Mapping, name: str):

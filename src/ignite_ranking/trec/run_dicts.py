@@ -40,8 +40,6 @@ from .judgements import NOT_IN_POOL, PADDING, UNJUDGED, index_judgements
 
 __all__ = ["DictQueries", "has_str_ids"]
 
-_F64 = torch.float64
-
 
 def has_str_ids(run: Mapping) -> bool:
     """Whether every query's first document id is a ``str`` (the dict path's condition); a
@@ -60,6 +58,8 @@ class DictQueries:
         precision: ``"float64"``, or ``"float32"`` to round each score to float32 first.
         docno, grades: the qrels entries grouped by query (document ids, grades), each
             query's from ``entry_start`` for ``entry_count``.
+        ids: ``docno`` as the qrels' own ``str`` objects (:attr:`Qrels.ids
+            <ignite_ranking.trec.io.Qrels>`), or None to decode them batch by batch.
     """
 
     qids: list[str]
@@ -70,6 +70,7 @@ class DictQueries:
     grades: np.ndarray
     entry_start: np.ndarray
     entry_count: np.ndarray
+    ids: list[str] | None
 
     @classmethod
     def join(
@@ -77,7 +78,8 @@ class DictQueries:
     ) -> DictQueries:
         """The run's queries by qrels index (``run_to_qrels``: the qrels index of each run query,
         -1 if none); the ``missing`` qrels queries rank one document outside the pool."""
-        index_judgements(qrels)  # refuses a document judged twice, as the docno join does
+        if qrels.ids is None:  # a dict's str keys are distinct: no document judged twice
+            index_judgements(qrels)  # refuses one, as the docno join does
         num_q = len(qrels.qids)
         runs: list[Mapping] = [{}] * num_q
         for index, docs in zip(run_to_qrels.tolist(), run.values(), strict=True):
@@ -88,7 +90,10 @@ class DictQueries:
         order, entry_start, entry_count = segments(qrels.qid, num_q)
         docno = qrels.docno if order is None else qrels.docno[order]
         grades = qrels.rel if order is None else qrels.rel[order]
-        return cls(list(qrels.qids), runs, count, precision, docno, grades, entry_start, entry_count)
+        ids = qrels.ids
+        if ids is not None and order is not None:
+            ids = [ids[i] for i in order.tolist()]
+        return cls(list(qrels.qids), runs, count, precision, docno, grades, entry_start, entry_count, ids)
 
     def ranked(
         self, qs: np.ndarray, depth: int, levels: list[int], ties: str, cover_relevant: bool,
@@ -105,8 +110,14 @@ class DictQueries:
         entry_cells = np.arange(int(entries.max(initial=0))) < entries[:, None]
         ends = np.cumsum(entries)
         rows = np.repeat(self.entry_start[qs] - (ends - entries), entries) + np.arange(ends[-1])  # in qrels
-        ids = _as_str(self.docno[rows])  # decoded here, on the worker threads
-        keys = [ids[end - n : end] for end, n in zip(ends.tolist(), entries.tolist(), strict=True)]
+        if self.ids is not None:
+            keys = [
+                self.ids[start : start + n]
+                for start, n in zip(self.entry_start[qs].tolist(), entries.tolist(), strict=True)
+            ]
+        else:
+            ids = _as_str(self.docno[rows])  # decoded here, on the worker threads
+            keys = [ids[end - n : end] for end, n in zip(ends.tolist(), entries.tolist(), strict=True)]
         # Each query's scores, then its judged documents' (NaN where it lacks one): looked up
         # while its dict is still in cache, which makes the lookups about twice as fast.
         both = self._scores(
@@ -129,15 +140,25 @@ class DictQueries:
             num_relevant = ((grades >= level) & entry_cells).sum(axis=1)  # R: all judgements
             most = int(num_relevant.max(initial=0))
             width = max(min(depth, max(int(count.max(initial=0)), most)), most if cover_relevant else 0)
-            labels = np.where(np.arange(width) < count[:, None], float(NOT_IN_POOL), float(PADDING))
+            # Only the judged documents' cells differ from "not in the pool" (or padding past a
+            # short list), so the three matrices are filled and then written at those cells.
+            labels = np.full((len(qs), width), float(NOT_IN_POOL))
+            short = count < width
+            labels[short] = np.where(
+                np.arange(width) < count[short, None], float(NOT_IN_POOL), float(PADDING)
+            )
             held = (rank >= 0) & (rank < width)
-            labels[np.nonzero(held)[0], rank[held]] = np.where(grades[held] >= 0, grades[held], UNJUDGED)
-            labels = torch.from_numpy(labels)
+            cells = np.nonzero(held)[0], rank[held]
+            grade = grades[held]
+            labels[cells] = np.where(grade >= 0, grade, UNJUDGED)
+            relevant, judged = np.zeros(labels.shape), np.zeros(labels.shape)
+            relevant[cells] = grade >= level  # level >= 0: an unjudged cell is never relevant
+            judged[cells] = grade >= 0
             out[level] = RankedBatch(
-                labels=labels,
-                relevant=(labels >= level).to(_F64),
+                labels=torch.from_numpy(labels),
+                relevant=torch.from_numpy(relevant),
                 num_relevant=torch.from_numpy(num_relevant.astype(np.float64)),
-                judged=(labels >= 0).to(_F64),
+                judged=torch.from_numpy(judged),
                 num_nonrelevant=torch.from_numpy(num_nonrelevant[level][qs]),
                 retrieved=torch.from_numpy(np.minimum(count, width).astype(np.float64)),
             )
@@ -145,7 +166,8 @@ class DictQueries:
 
     def _scores(self, iterable, count: int) -> np.ndarray:
         values = np.fromiter(iterable, dtype=np.float64, count=count)
-        return values.astype(np.float32).astype(np.float64) if self.precision == "float32" else values
+        # float32 scores are compared (and sorted, twice as fast) as float32: the same order
+        return values.astype(np.float32) if self.precision == "float32" else values
 
 
 def _scores_then_judged(docs: Mapping, ids: list[str]) -> tuple:
@@ -170,11 +192,11 @@ def _ranks(values, scored, judged_scores, entries, runs, keys) -> np.ndarray:
     if len(values) == width * len(scored):  # every query as long: the scores are the grid
         grid = values.reshape(len(scored), width)
     else:
-        grid = np.full((len(scored), width), -np.inf)
+        grid = np.full((len(scored), width), -np.inf, dtype=values.dtype)
         grid[np.arange(width) < scored[:, None]] = values
     ascending = np.sort(grid, axis=1)
     entry_cells = np.arange(int(entries.max(initial=0))) < entries[:, None]
-    probe = np.full(entry_cells.shape, -np.inf)
+    probe = np.full(entry_cells.shape, -np.inf, dtype=values.dtype)
     probe[entry_cells] = judged_scores
     found = ~np.isnan(probe) & entry_cells
     if not found.any():
@@ -213,9 +235,16 @@ def _larger_tied_docnos(grid, scored, probe, tied, runs, keys) -> np.ndarray:
     local_rows, positions = np.nonzero(member)
     member_rows = tied_rows[local_rows]
     member_values = sub[local_rows, positions]
-    # Their ids, in the same (row, position) order, picked from each dict's keys in C.
-    dicts = (runs[r] for r in tied_rows.tolist())
-    member_keys = list(chain.from_iterable(map(compress, dicts, member.tolist())))
+    # Their ids, in the same (row, position) order, picked from each dict's keys in C by a
+    # selector that ends at the row's last member (about 3x faster than listing the keys).
+    member_keys = []
+    starts = np.searchsorted(local_rows, np.arange(len(tied_rows) + 1)).tolist()
+    for r, start, end in zip(tied_rows.tolist(), starts[:-1], starts[1:], strict=True):
+        wanted_positions = positions[start:end].tolist()
+        selector = [False] * (wanted_positions[-1] + 1)
+        for p in wanted_positions:
+            selector[p] = True
+        member_keys.extend(compress(runs[r], selector))
     judged_keys = [keys[r][c] for r, c in zip(rows.tolist(), columns.tolist(), strict=True)]
     # Rank every id once (member ids, then the judged ones, which are members too), group the
     # members by (row, score), and count within each group the ids ranking above the judged one.
