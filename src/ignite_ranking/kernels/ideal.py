@@ -63,9 +63,11 @@ def relevant_largest(
     if runs:  # one reduction over the whole batch: its output is 1/_RUN of the labels
         blocks = labels.as_strided((batch, runs, _RUN), (labels.stride(0), _RUN, 1))
         probe = min(batch, _PROBE_ROWS)  # a few rows first: with many relevant items, no full pass
-        if int((torch.amax(blocks[:probe], dim=2) >= threshold).sum()) * batch > limit * probe:
+        run_max = torch.empty((batch, runs), dtype=labels.dtype, device=labels.device)
+        torch.amax(blocks[:probe], dim=2, out=run_max[:probe])
+        if int((run_max[:probe] >= threshold).sum()) * batch > limit * probe:
             return None
-        run_max = torch.amax(blocks, dim=2)
+        torch.amax(blocks[probe:], dim=2, out=run_max[probe:])
         maxima.append(run_max.amax(dim=1))
         run_rows, run_index = (run_max >= threshold).nonzero(as_tuple=True)
         if run_rows.numel() > limit:
