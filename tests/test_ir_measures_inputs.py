@@ -73,7 +73,13 @@ def test_dicts_give_the_readers_columns_and_the_file_values(tmp_path, make_id):
 
 def test_qrels_from_dicts_keep_their_str_ids():
     # the dict path looks these up in a run's dicts as they are (trec/run_dicts.py)
-    assert provider.as_qrels({"q": {"a": 1, "b": 0}, "r": {"é": 2}}).ids == ["a", "b", "é"]
+    data = {"q": {"a": 1, "b": 0}, "r": {"é": 2, "x\ny": 1}, "s": {}}
+    qrels = provider.as_qrels(data)
+    assert qrels.ids == ["a", "b", "é", "x\ny"]
+    for got, expected in zip(
+        (qrels.qids, qrels.qid, qrels.docno, qrels.rel), columns(data, "qrels"), strict=True
+    ):
+        np.testing.assert_array_equal(got, expected)  # the same columns as every other input
     assert provider.as_qrels({"q": {"a": 1, 7: 0}}).ids is None  # 7 is judged as "7"
 
 

@@ -58,7 +58,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
-from .trec.columns import columns, dict_columns
+from .trec.columns import columns, str_keyed_columns
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -163,7 +163,7 @@ def as_qrels(qrels) -> Qrels:
     if isinstance(qrels, (str, os.PathLike)):
         return read_qrels(qrels)
     if isinstance(qrels, Mapping):  # its str ids are kept for the dict path (trec.run_dicts)
-        qids, codes, docs, rel, ids = dict_columns(qrels, "qrels")
+        qids, codes, docs, rel, ids = str_keyed_columns(qrels, "qrels")
     else:
         (qids, codes, docs, rel), ids = columns(qrels, "qrels"), None
     if rel.size and not np.all(rel == np.round(rel)):

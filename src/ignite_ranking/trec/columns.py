@@ -6,14 +6,15 @@ one fixed-width bytes array and the values as ``float64``, built with as little 
 entry as possible:
 
 - a dict of dicts is walked by C iterators only (``chain``, ``map``), with no Python code per
-  entry: its document ids are listed once (:func:`dict_columns` returns that list when they are
-  all ``str``), its values go straight into numpy, and its query codes repeat each query's index
-  by its number of entries;
-- document ids become a bytes array as the readers make them. ``str`` ids are joined into one
+  entry and no list of its entries: its document ids and values go straight into numpy, and its
+  query codes repeat each query's index by its number of entries (:func:`str_keyed_columns`,
+  for qrels, lists their ids once and keeps that list);
+- document ids become a bytes array as the readers make them. ASCII ``str`` ids are copied by
+  numpy in C (one pass for the width, one for the copy). Other ids are joined into one
   newline-separated UTF-8 string (one ``str.join`` and one ``encode`` in C) and cut back into
-  tokens by the readers' vectorized gather. Otherwise ASCII ``bytes`` (and ``str``) ids are
-  copied by numpy in C, and other ids (ints...) go through ``str()`` and the join, so ``7`` and
-  ``"7"`` are the same document. An id holding a newline sends the list through a per-id path.
+  tokens by the readers' vectorized gather: ids that are not ``str`` (ints...) go through
+  ``str()`` first, so ``7`` and ``"7"`` are the same document. An id holding a newline sends
+  the list through a per-id path.
 
 Example:
     >>> qids, qid, docno, values = columns({"q1": {"d1": 1, "d2": 0}, "q2": {3: 2}}, "qrels")
@@ -23,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from itertools import chain
 from operator import methodcaller
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from .io import _PAD, _as_bytes, _gather
 
-__all__ = ["FIELDS", "columns", "dict_columns", "doc_ids", "query_dicts"]
+__all__ = ["FIELDS", "columns", "doc_ids", "query_dicts", "str_keyed_columns"]
 
 #: The columns ir_measures names: (query, document, value) of qrels and of runs.
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
@@ -40,26 +41,19 @@ FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc
 def doc_ids(ids: Collection) -> np.ndarray:
     """Document ids as the readers' fixed-width bytes array: ``str`` ids in UTF-8, ``bytes`` ids as
     they are when every id is ASCII ``str`` or ``bytes``, other ids through ``str()``."""
-    return _encoded(ids)[0]
-
-
-def _encoded(ids: Collection) -> tuple[np.ndarray, bool]:
-    """:func:`doc_ids` of ``ids``, and whether every id is a ``str``."""
     if not len(ids):
-        return np.zeros(0, dtype="S1"), True
-    all_str = True
-    try:  # str ids: one join and one encode in C (2-3x faster than numpy's copy of each id
-        # when the ids lie scattered in memory, as fast when not)
-        blob = "\n".join(ids).encode("utf-8")
-    except TypeError:  # not all str
-        all_str = False
-        try:  # ASCII bytes (and str) ids: numpy copies them in C
-            width = max(max(map(len, ids)), 1)
-            return np.fromiter(ids, dtype=f"S{width}", count=len(ids)), all_str
-        except (UnicodeEncodeError, TypeError, ValueError):
-            blob = _joined(ids)
+        return np.zeros(0, dtype="S1")
+    try:  # ASCII str (and bytes) ids: numpy copies them in C, without a bytes object per id
+        width = max(max(map(len, ids)), 1)
+        return np.fromiter(ids, dtype=f"S{width}", count=len(ids))
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return _tokens(_joined(ids), ids)
+
+
+def _tokens(blob: bytes, ids: Collection) -> np.ndarray:
+    """``ids`` joined by newlines in ``blob`` (UTF-8), cut back into the readers' bytes array."""
     if blob.count(b"\n") != len(ids) - 1:  # an id holds a newline: one id at a time
-        return np.array([_joined([d]) for d in ids], dtype="S"), all_str
+        return np.array([_joined([d]) for d in ids], dtype="S")
     size = len(blob) + 1
     buffer = np.empty(size + _PAD, dtype=np.uint8)  # _gather reads up to _PAD bytes past a token
     buffer[: len(blob)] = np.frombuffer(blob, dtype=np.uint8)
@@ -68,7 +62,7 @@ def _encoded(ids: Collection) -> tuple[np.ndarray, bool]:
     starts = np.empty_like(ends)
     starts[0] = 0
     np.add(ends[:-1], 1, out=starts[1:])
-    return _as_bytes(_gather(buffer, size, starts, ends)), all_str
+    return _as_bytes(_gather(buffer, size, starts, ends))
 
 
 def _joined(ids: Iterable) -> bytes:
@@ -91,20 +85,52 @@ def query_dicts(data: Mapping, name: str) -> list[Mapping]:
     return queries
 
 
-def dict_columns(
+def str_keyed_columns(
     data: Mapping, name: str
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list | None]:
     """:func:`columns` of a dict of dicts, and its document ids as the objects it holds (one list,
-    in the columns' order) when every one is a ``str``, else None."""
+    in the columns' order) when every one is a ``str``, else None.
+
+    Made for qrels: their ids are joined in one pass, which is also the ``str`` check, and cut
+    back into tokens (2-3x faster than numpy's copy of each id when, as a qrels' few judged ids a
+    query, they lie scattered in memory; slower than it for a run's millions of ids).
+    """
     queries = query_dicts(data, name)
-    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     ids = list(chain.from_iterable(queries))
-    docs, all_str = _encoded(ids)
+    try:
+        blob = "\n".join(ids).encode("utf-8")
+    except TypeError:  # not all str
+        return (*columns(data, name), None)
+    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     values = np.fromiter(
         chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=len(ids)
     )
     codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
-    return [str(q) for q in data], codes, docs, values, ids if all_str else None
+    docs = _tokens(blob, ids) if ids else np.zeros(0, dtype="S1")
+    return [str(q) for q in data], codes, docs, values, ids
+
+
+class _Chained:
+    """The entries of several collections as one collection, without copying them into a list."""
+
+    def __init__(self, parts: list, count: int) -> None:
+        self.parts, self.count = parts, count
+
+    def __iter__(self) -> Iterator:
+        return chain.from_iterable(self.parts)
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _dict_columns(data: Mapping, name: str):
+    queries = query_dicts(data, name)
+    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+    total = int(counts.sum())
+    docs = doc_ids(_Chained(queries, total))
+    values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
+    codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
+    return [str(q) for q in data], codes, docs, values
 
 
 def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -113,7 +139,7 @@ def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
     with those attributes (ir_measures' namedtuples)."""
     fields = FIELDS[name]
     if isinstance(data, Mapping):
-        return dict_columns(data, name)[:4]
+        return _dict_columns(data, name)
     if hasattr(data, "itertuples") and hasattr(data, "columns"):  # pandas DataFrame
         import pandas as pd
 
