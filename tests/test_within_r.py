@@ -103,3 +103,27 @@ def test_metric_reads_the_count_without_ranking_deep(ties):
     ]
     counted = [v for v, lab in zip(values, y.tolist(), strict=True) if any(x >= 1 for x in lab)]
     assert metric.compute() == pytest.approx(sum(counted) / len(counted), rel=1e-14)
+
+
+def test_r_precision_from_ranked_positions_when_not_counted_by_the_kernel():
+    """Without ``relevant_within_r`` (TREC batches), R-Precision reads the ranked positions'
+    cumulative count at rank R: brute force, rows with R = 0, and a batch of no position."""
+    from ignite_ranking.kernels import RankedBatch, scoring
+
+    generator = torch.Generator().manual_seed(5)
+    relevant = (torch.rand(40, 30, generator=generator) < 0.3).to(torch.float64)
+    relevant[:5] = 0.0
+    num_relevant = relevant.sum(dim=1) + torch.randint(0, 3, (40,), generator=generator) * (
+        relevant.sum(dim=1) > 0
+    )
+    num_relevant = torch.minimum(num_relevant, torch.full_like(num_relevant, 30.0))
+    got = scoring.r_precision(RankedBatch(labels=relevant, relevant=relevant, num_relevant=num_relevant))[
+        :, 0
+    ]
+    expected = [
+        relevant[row, : int(r)].sum().item() / r if r else 0.0 for row, r in enumerate(num_relevant.tolist())
+    ]
+    assert got.tolist() == expected
+    empty = RankedBatch(labels=torch.zeros(3, 0), relevant=torch.zeros(3, 0, dtype=torch.float64),
+                        num_relevant=torch.zeros(3, dtype=torch.float64))  # fmt: skip
+    assert scoring.r_precision(empty).tolist() == [[0.0]] * 3

@@ -100,14 +100,9 @@ def str_keyed_columns(
     try:
         blob = "\n".join(ids).encode("utf-8")
     except TypeError:  # not all str
-        return (*columns(data, name), None)
-    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
-    values = np.fromiter(
-        chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=len(ids)
-    )
-    codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
+        return (*_dict_columns(data, name, queries), None)
     docs = _tokens(blob, ids) if ids else np.zeros(0, dtype="S1")
-    return [str(q) for q in data], codes, docs, values, ids
+    return (*_dict_columns(data, name, queries, docs), ids)
 
 
 class _Chained:
@@ -123,11 +118,12 @@ class _Chained:
         return self.count
 
 
-def _dict_columns(data: Mapping, name: str):
-    queries = query_dicts(data, name)
+def _dict_columns(data: Mapping, name: str, queries: list | None = None, docs: np.ndarray | None = None):
+    """:func:`columns` of a dict of dicts (its :func:`query_dicts` and doc ids, where known)."""
+    queries = query_dicts(data, name) if queries is None else queries
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
-    docs = doc_ids(_Chained(queries, total))
+    docs = doc_ids(_Chained(queries, total)) if docs is None else docs
     values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
     codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
     return [str(q) for q in data], codes, docs, values
