@@ -20,6 +20,7 @@ from ignite_ranking import functional as F
 from ignite_ranking.kernels import boundary, ranking, top_indices
 from ignite_ranking.kernels.ideal import _MAX_LEVELS, label_levels
 from ignite_ranking.kernels.inputs import comparable_labels
+from ignite_ranking.kernels.selection import top_k_rows
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
 METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision"]
@@ -217,7 +218,7 @@ def test_rows_rising_along_their_length_are_ranked_exactly(ties):
     labels[0] = torch.arange(n) % 4  # labels rising too, for the ideal order of NDCG
     rows = list(zip(rising.tolist(), labels.tolist(), strict=True))
     for k in (1, 5, 13):
-        values, indices = ranking.top_k_rows(rising, k)
+        values, indices = top_k_rows(rising, k)
         assert torch.equal(values, torch.topk(rising, k, dim=1).values)
         assert torch.equal(rising.gather(1, indices), values)
         got = top_indices(rising, k, ties, labels).tolist()

@@ -30,6 +30,7 @@ from .batch import IdealLevels, RankedBatch, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots, row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
+from .selection import top_k_rows
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
@@ -95,41 +96,6 @@ def _select(scores, k, ties, labels):
     if crossing.numel() and ties != "average":
         indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
     return _in_rank_order(indices, values, ties, labels, num_items), crossing, values
-
-
-def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.topk(values, k, dim=1)``, reading rows that rise along their length backwards on CPU.
-
-    For ``k <= num_items / 64`` the CPU ``torch.topk`` keeps a heap of the k best while it scans a
-    row. Most items of a random row never enter it, but in a row that rises along its length
-    almost every item replaces the heap's root, and the selection costs more than sorting the
-    row; read backwards, the same row is the best case. A sample of about 32 evenly spaced items
-    a row finds such rows; the other rows (and other devices, whose top-k has no such case) take
-    ``torch.topk`` as it is.
-    """
-    batch, num_items = values.shape
-    if values.device.type != "cpu" or 64 * max(k, 1) > num_items or batch == 0:
-        return torch.topk(values, k, dim=1)
-    # Three rises in four steps of a 32-point sample: a random row rarely (0.2%, and a row read
-    # backwards costs only a copy), a row sorted ascending or with a strong rising trend, always.
-    # Few points: each one is a cache miss.
-    sample = values[:, :: max(1, num_items // 32)]
-    rising = 4 * (sample[:, 1:] > sample[:, :-1]).sum(dim=1) >= 3 * (sample.shape[1] - 1)
-    if not bool(rising.any()):
-        return torch.topk(values, k, dim=1)
-    top_values = torch.empty(batch, k, dtype=values.dtype, device=values.device)
-    top_indices = torch.empty(batch, k, dtype=torch.int64, device=values.device)
-    step = rows_per_chunk(num_items)
-    for start in range(0, batch, step):
-        rows = slice(start, min(start + step, batch))
-        flip = rising[rows]
-        if not bool(flip.any()):
-            top_values[rows], top_indices[rows] = torch.topk(values[rows], k, dim=1)
-            continue
-        chunk = torch.where(flip[:, None], values[rows].flip(1), values[rows])
-        top_values[rows], found = torch.topk(chunk, k, dim=1)
-        top_indices[rows] = torch.where(flip[:, None], num_items - 1 - found, found)
-    return top_values, top_indices
 
 
 def _select_by_sort(scores, k, ties, labels):
