@@ -88,8 +88,9 @@ def test_small_batches_and_cutoffs_only(dict_calls):
 
 @pytest.mark.parametrize("keep_ids", [False, True])
 def test_qrels_not_grouped_by_query(keep_ids, dict_calls):
+    ids = np.array(["a", "c", "b", "a"], dtype=object) if keep_ids else None
     qrels = Qrels(["q", "r"], np.array([0, 1, 0, 1], np.int32), np.array([b"a", b"c", b"b", b"a"]),
-                  np.array([1, 2, 0, 1]), ids=["a", "c", "b", "a"] if keep_ids else None)  # fmt: skip
+                  np.array([1, 2, 0, 1]), ids=ids)  # fmt: skip
     run = {"q": {"a": 1.0, "b": 2.0, "x": 2.0}, "r": {"a": 3.0, "c": 3.0}}
     expected = evaluate(qrels, _run(run), ["all_trec"])
     got = evaluate(qrels, run, ["all_trec"])

@@ -87,9 +87,9 @@ def query_dicts(data: Mapping, name: str) -> list[Mapping]:
 
 def str_keyed_columns(
     data: Mapping, name: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list | None]:
-    """:func:`columns` of a dict of dicts, and its document ids as the objects it holds (one list,
-    in the columns' order) when every one is a ``str``, else None.
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`columns` of a dict of dicts, and its document ids as the objects it holds (an
+    object array, in the columns' order) when every one is a ``str``, else None.
 
     Made for qrels: their ids are joined in one pass, which is also the ``str`` check, and cut
     back into tokens (2-3x faster than numpy's copy of each id when, as a qrels' few judged ids a
@@ -102,7 +102,9 @@ def str_keyed_columns(
     except TypeError:  # not all str
         return (*_dict_columns(data, name, queries), None)
     docs = _tokens(blob, ids) if ids else np.zeros(0, dtype="S1")
-    return (*_dict_columns(data, name, queries, docs), ids)
+    # Kept as an object array: its slices are views, and the garbage collector, which would
+    # visit every id of a list at each collection of its generation, does not track it.
+    return (*_dict_columns(data, name, queries, docs), np.fromiter(ids, dtype=object, count=len(ids)))
 
 
 class _Chained:

@@ -72,9 +72,10 @@ class Qrels:
         docno: the document id of each judgement (numpy bytes array).
         rel: ``int64`` relevance value of each judgement.
         path: the file it was read from (None when built in memory), for messages.
-        ids: the document ids as the ``str`` objects a dict of dicts held, one per judgement
-            (keyword only; None unless every id was a ``str``): a dict-of-dicts run is looked
-            up with them as they are (:mod:`~ignite_ranking.trec.run_dicts`).
+        ids: the document ids as the ``str`` objects a dict of dicts held, one per judgement,
+            in a numpy object array (keyword only; None unless every id was a ``str``): a
+            dict-of-dicts run is looked up with them as they are
+            (:mod:`~ignite_ranking.trec.run_dicts`).
     """
 
     qids: list[str]
@@ -82,7 +83,7 @@ class Qrels:
     docno: np.ndarray
     rel: np.ndarray
     path: str | None = None
-    ids: list[str] | None = field(default=None, kw_only=True, repr=False, compare=False)
+    ids: np.ndarray | None = field(default=None, kw_only=True, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.qid)

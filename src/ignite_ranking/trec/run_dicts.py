@@ -58,7 +58,7 @@ class DictQueries:
         precision: ``"float64"``, or ``"float32"`` to round each score to float32 first.
         docno, grades: the qrels entries grouped by query (document ids, grades), each
             query's from ``entry_start`` for ``entry_count``.
-        ids: ``docno`` as the qrels' own ``str`` objects (:attr:`Qrels.ids
+        ids: ``docno`` as the qrels' own ``str`` objects, an object array (:attr:`Qrels.ids
             <ignite_ranking.trec.io.Qrels>`), or None to decode them batch by batch.
     """
 
@@ -70,7 +70,7 @@ class DictQueries:
     grades: np.ndarray
     entry_start: np.ndarray
     entry_count: np.ndarray
-    ids: list[str] | None
+    ids: np.ndarray | None
 
     @classmethod
     def join(
@@ -90,9 +90,7 @@ class DictQueries:
         order, entry_start, entry_count = segments(qrels.qid, num_q)
         docno = qrels.docno if order is None else qrels.docno[order]
         grades = qrels.rel if order is None else qrels.rel[order]
-        ids = qrels.ids
-        if ids is not None and order is not None:
-            ids = [ids[i] for i in order.tolist()]
+        ids = qrels.ids if qrels.ids is None or order is None else qrels.ids[order]
         return cls(list(qrels.qids), runs, count, precision, docno, grades, entry_start, entry_count, ids)
 
     def ranked(
