@@ -86,9 +86,11 @@ def test_metrics_on_long_rows_are_those_of_torch_topk(ties, monkeypatch):
     rng = np.random.default_rng(17)
     y_pred, y = tied_batch(rng, 3, 8192, levels=200)
     quantized = torch.round(torch.randn(3, 8192, dtype=torch.float64) * 8) / 8
+    one_block = torch.zeros(3, 8192, dtype=torch.float64)  # the cutoff inside a block of 8,000
+    one_block[:, ::97] = 1.0  # (the tied slots are then filled by a top-k of a key, grouped too)
     top_k = [1, 5, 10, 100]
     metrics = ("mrr", "ndcg", "precision", "recall", "map")
-    for scores in (y_pred, quantized):
+    for scores in (y_pred, quantized, one_block):
         grouped = {m: functional_values(m, scores, y, top_k, ties=ties) for m in metrics}
         with monkeypatch.context() as patched:
             patched.setattr(selection, "_group_size", lambda num_items, k: 0)

@@ -17,7 +17,7 @@ from reference import SCORE_DTYPES
 from test_worst_cases import patterned_batch
 
 from ignite_ranking import RPrecision
-from ignite_ranking.kernels import boundary, within_r
+from ignite_ranking.kernels import chunks, within_r
 from ignite_ranking.kernels.inputs import comparable_labels, count_relevant
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
@@ -48,7 +48,7 @@ def brute_force(scores: list[float], labels: list[float], threshold: float, ties
 @pytest.fixture(params=["partition", "sort"])
 def selection(request, monkeypatch):
     """Small chunks, and the CPU selection or the devices' sort."""
-    monkeypatch.setattr(boundary, "CHUNK_ELEMENTS", 64)
+    monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 64)
     monkeypatch.setattr(within_r, "_PARTITION_FROM", 1 if request.param == "partition" else 10**9)
     return request.param
 

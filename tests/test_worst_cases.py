@@ -17,7 +17,7 @@ from reference import SCORE_DTYPES, functional_values, per_query, ranked_values
 
 from ignite_ranking import MRR, NDCG, RankingMetrics, Recall, RPrecision
 from ignite_ranking import functional as F
-from ignite_ranking.kernels import boundary, ranking, top_indices
+from ignite_ranking.kernels import chunks, ranking, top_indices
 from ignite_ranking.kernels.ideal import _MAX_LEVELS, label_levels
 from ignite_ranking.kernels.inputs import comparable_labels
 from ignite_ranking.kernels.selection import top_k_rows
@@ -29,7 +29,7 @@ METRICS = ["mrr", "hit_rate", "precision", "recall", "map", "ndcg", "r_precision
 @pytest.fixture(params=["topk", "sort"])
 def path(request, monkeypatch):
     """Forces the top-k path or the whole-row sort path, with chunks of a few rows."""
-    monkeypatch.setattr(boundary, "CHUNK_ELEMENTS", 64)
+    monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 64)
     monkeypatch.setattr(ranking, "sorts_whole_rows", lambda k, n: request.param == "sort")
     return request.param
 

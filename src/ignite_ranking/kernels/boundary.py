@@ -19,34 +19,21 @@ from dataclasses import dataclass
 
 import torch
 
+from .chunks import rows_per_chunk
+from .selection import top_k_rows
+
 __all__ = [
     "BoundaryBlocks",
     "GainOf",
     "boundary_blocks",
     "fill_tied_slots",
     "row_chunks",
-    "row_slices",
-    "rows_per_chunk",
 ]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
 # ``rows``, broadcastable to ``labels``, holds the batch row of each label (gains may be scaled
 # per row, see kernels.batch.gain).
 GainOf = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-CHUNK_ELEMENTS = 2**21
-
-
-def rows_per_chunk(num_items: int) -> int:
-    """How many rows of ``num_items`` make one chunk of about ``CHUNK_ELEMENTS`` elements."""
-    return max(1, CHUNK_ELEMENTS // max(num_items, 1))
-
-
-def row_slices(batch: int, num_items: int) -> Iterator[slice]:
-    """Consecutive slices of ``batch`` rows, each of about ``CHUNK_ELEMENTS`` elements."""
-    step = rows_per_chunk(num_items)
-    for start in range(0, batch, step):
-        yield slice(start, min(start + step, batch))
 
 
 def row_chunks(scores: torch.Tensor, boundary: torch.Tensor, rows: torch.Tensor) -> Iterator[tuple]:
@@ -79,14 +66,15 @@ def _first_of(mask: torch.Tensor, wanted: torch.Tensor, width: int, from_end: bo
     Returns ``(columns, valid)``, both ``(rows, width)``; ``valid`` marks the first ``wanted[r]``
     entries of row ``r``, which are its chosen columns. A top-k over the key ``num_items - 1 -
     column`` (-1 off the mask) finds them: the key decreases along the row, the order in which
-    ``torch.topk``'s selection on CPU does least work.
+    ``torch.topk``'s selection on CPU does least work (long rows: through the maxima of groups
+    of items, :func:`~ignite_ranking.kernels.selection.top_k_rows`).
     """
     num_items = mask.shape[1]
     if from_end:
         mask = mask.flip(1)
     descending = torch.arange(num_items - 1, -1, -1, dtype=torch.int32, device=mask.device)
     key = torch.where(mask, descending, -1)
-    values, columns = torch.topk(key, width, dim=1)
+    values, columns = top_k_rows(key, width)
     if from_end:
         columns = num_items - 1 - columns
     valid = (values >= 0) & (torch.arange(width, device=mask.device) < wanted[:, None])

@@ -19,7 +19,7 @@ import math
 import torch
 
 from .batch import IdealLevels
-from .boundary import row_slices
+from .chunks import row_slices
 
 __all__ = ["label_levels", "relevant_largest"]
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import torch
 
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, row_slices, rows_per_chunk
+from .boundary import boundary_blocks, fill_tied_slots
+from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
 from .selection import top_k_rows

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from .boundary import rows_per_chunk
+from .chunks import rows_per_chunk
 
 __all__ = ["top_k_rows"]
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .boundary import row_chunks, rows_per_chunk
+from .boundary import row_chunks
+from .chunks import rows_per_chunk
 
 __all__ = ["relevant_within_r"]
 
