@@ -15,7 +15,7 @@ import torch
 from reference import SCORE_DTYPES, functional_values, per_query, tied_batch
 
 from ignite_ranking.kernels import selection
-from ignite_ranking.kernels.selection import top_k_rows
+from ignite_ranking.kernels.selection import sort_descending, top_k_rows
 
 POLICIES = ["first", "last", "optimistic", "pessimistic", "average"]
 
@@ -100,3 +100,18 @@ def test_metrics_on_long_rows_are_those_of_torch_topk(ties, monkeypatch):
             if ties in ("first", "last"):
                 expected = np.asarray(per_query(scores, y, m, top_k, ties=ties))
                 np.testing.assert_allclose(grouped[m].numpy(), expected, rtol=1e-12, atol=1e-15, err_msg=m)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8, torch.uint8, torch.int64])
+def test_sort_descending_is_the_stable_descending_sort(dtype):
+    info = torch.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    keys = torch.from_numpy(rng.integers(info.min, info.max, (5, 3000), endpoint=True)).to(dtype)
+    keys[1] = torch.from_numpy(rng.integers(0, 3, 3000)).to(dtype)  # few values: long tied runs
+    keys[2, :10] = info.min
+    keys[2, 10:20] = info.max
+    for case in (keys, keys[:, ::3], keys[:, :1], keys[:0], keys.t().contiguous().t()):
+        values, order = sort_descending(case)
+        expected = case.sort(dim=1, descending=True, stable=True)
+        assert values.dtype == case.dtype and order.dtype == torch.int64
+        assert torch.equal(values, expected.values) and torch.equal(order, expected.indices)

@@ -13,7 +13,9 @@ Order: descending score; equal scores by the tie policy.
 
 The kernel sorts whole rows only when the depth is at least a quarter of the row, where that is
 the cheaper exact kernel: a few rows at a time, on integer keys of the scores (:func:`order_key`;
-with the label folded in for the label policies), gathering each chunk's labels in place and,
+with the label folded in for the label policies; on CPU packed with their columns and sorted by
+numpy, :func:`~ignite_ranking.kernels.selection.sort_descending`), gathering each chunk's labels
+in place and,
 under ``"average"``, counting the tied blocks on the sorted rows. Otherwise ``torch.topk`` with
 one item more than the cutoff finds the best values; a row whose value after the cutoff equals
 the value at the cutoff has a tie across the boundary, and only those rows take an extra pass
@@ -31,7 +33,7 @@ from .boundary import boundary_blocks, fill_tied_slots
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
-from .selection import top_k_rows
+from .selection import sort_descending, top_k_rows
 from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
 from .within_r import relevant_within_r
 
@@ -148,8 +150,8 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
     tails, written = [], []
     for rows in row_slices(batch if k else 0, num_items):
         # Expected values read each tied block whole, never the order inside it: only kept
-        # indices need the "first" order (a stable sort costs about 1.25x an unstable one).
-        values, order = order_key(scores[rows]).sort(dim=1, descending=True, stable=keep_indices)
+        # indices need the "first" order (a stable torch.sort costs about 1.25x an unstable one).
+        values, order = sort_descending(order_key(scores[rows]), stable=keep_indices)
         gather(rows, order[:, :k])
         if indices is not None:
             indices[rows] = order[:, :k]
@@ -182,7 +184,7 @@ def _sorted_rows(scores, ties, labels):
     """Every item of each row in ranking order: one stable sort (two by label)."""
     key = order_key(scores)
     if ties == "last":
-        flipped = key.flip(1).argsort(dim=1, descending=True, stable=True)
+        flipped = sort_descending(key.flip(1))[1]
         return scores.shape[1] - 1 - flipped
     if ties in _BY_LABEL:
         combined = _with_labels(key, labels, ties == "optimistic")
@@ -191,7 +193,7 @@ def _sorted_rows(scores, ties, labels):
         by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
         by_score = key.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
         return by_label.gather(1, by_score)
-    return key.argsort(dim=1, descending=True, stable=True)
+    return sort_descending(key)[1]
 
 
 def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) -> torch.Tensor | None:
