@@ -189,9 +189,9 @@ def _sorted_rows(scores, ties, labels):
     if ties in _BY_LABEL:
         combined = _with_labels(key, labels, ties == "optimistic")
         if combined is not None:
-            return combined.argsort(dim=1, descending=True, stable=True)
+            return sort_descending(combined)[1]
         by_label = labels.argsort(dim=1, descending=ties == "optimistic", stable=True)
-        by_score = key.gather(1, by_label).argsort(dim=1, descending=True, stable=True)
+        by_score = sort_descending(key.gather(1, by_label))[1]
         return by_label.gather(1, by_score)
     return sort_descending(key)[1]
 
