@@ -14,6 +14,7 @@ import pytest
 import torch
 from reference import SCORE_DTYPES, functional_values, per_query, tied_batch
 
+from ignite_ranking import MRR, NDCG, RankingMetrics
 from ignite_ranking.kernels import selection
 from ignite_ranking.kernels.selection import sort_descending, top_k_rows
 
@@ -78,6 +79,20 @@ def test_nan_is_selected_first():
     values, columns = top_k_rows(scores, 10)
     assert math.isnan(values[1, 0]) and int(columns[1, 0]) == 4321
     assert not values[[0, 2]].isnan().any()
+
+
+@pytest.mark.parametrize("top_k", [[1, 10, 100], [5_000]])  # the grouped top-k; a whole-row sort
+def test_a_nan_score_in_a_long_row_is_refused_and_the_state_kept(top_k):
+    scores, labels = torch.randn(3, 9000), (torch.rand(3, 9000) < 0.01).float()
+    metric = RankingMetrics(mrr=MRR(top_k), ndcg=NDCG(top_k))
+    metric.update((scores, labels))
+    state = lambda: [(m._sum_per_k.clone(), m._num_examples.clone()) for m in metric.metrics.values()]  # noqa: E731
+    before = state()
+    scores[2, 8999] = math.nan
+    with pytest.raises(ValueError, match="y_pred must not contain NaN"):
+        metric.update((scores, labels))
+    for (sums, count), (sums_after, count_after) in zip(before, state(), strict=True):
+        assert torch.equal(sums, sums_after) and torch.equal(count, count_after)
 
 
 @pytest.mark.parametrize("ties", POLICIES)

@@ -82,9 +82,9 @@ def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
 def _group_size(num_items: int, k: int) -> int:
     """Items per group for :func:`_by_group_maxima`, or 0 where ``torch.topk`` alone is cheaper.
 
-    Measured on CPU (``benchmarks/bench_mrr.py``'s sizes and k of 2-1,000): 8 items a group up to
-    a few hundred thousand items a row, 16 beyond; rows shorter than ``_GROUPED_MIN_ITEMS``
-    gained nothing.
+    Measured on CPU against ``torch.topk`` (rows of 1,000-1,000,000 items, k of 2-1,001;
+    ``benchmarks/RESULTS.md``): 8 items a group up to a few hundred thousand items a row, 16
+    beyond; rows shorter than ``_GROUPED_MIN_ITEMS`` gained nothing.
     """
     if num_items < _GROUPED_MIN_ITEMS:
         return 0
