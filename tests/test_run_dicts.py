@@ -4,6 +4,7 @@ trec_eval measure equals what the same run read into columns gives, ties and all
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -134,6 +135,18 @@ def test_bad_runs_are_refused():
     duplicate = Qrels(["q"], np.zeros(2, np.int32), np.array([b"a", b"a"]), np.array([1, 0]))
     with pytest.raises(ValueError, match="'a' is judged twice for query 'q'"):
         evaluate(duplicate, {"q": {"a": 1.0}}, ["P.5"])
+
+
+def test_scores_of_other_types_are_read_as_numpy_reads_them(dict_calls):
+    # ints, bools, numpy scalars and Fractions through struct; a str through numpy's conversion
+    qrels = _qrels({"q": {"a": 1, "b": 1, "c": 0}, "r": {"a": 1}})
+    run = {"q": {"a": 2, "b": np.float32(1.5), "c": True, "d": Fraction(7, 4)}, "r": {"a": "2.5", "b": 3}}
+    floats = {q: {d: float(s) for d, s in docs.items()} for q, docs in run.items()}
+    got = evaluate(qrels, run, ["map", "P.2", "recip_rank"])
+    assert dict_calls
+    np.testing.assert_array_equal(got.values, evaluate(qrels, floats, ["map", "P.2", "recip_rank"]).values)
+    with pytest.raises(ValueError, match="run: query 'r' has a NaN score"):
+        evaluate(qrels, {"q": {"a": 1.0}, "r": {"a": None}}, ["P.5"])
 
 
 def test_a_docno_with_a_newline():

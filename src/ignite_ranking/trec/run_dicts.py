@@ -28,6 +28,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
+from struct import error as StructError
+from struct import pack_into
 
 import numpy as np
 import torch
@@ -116,12 +118,9 @@ class DictQueries:
         else:
             ids = _as_str(self.docno[rows])  # decoded here, on the worker threads
             keys = [ids[end - n : end] for end, n in zip(ends.tolist(), entries.tolist(), strict=True)]
-        # Each query's scores, then its judged documents' (NaN where it lacks one): looked up
-        # while its dict is still in cache, which makes the lookups about twice as fast.
-        both = self._scores(
-            chain.from_iterable(chain.from_iterable(map(_scores_then_judged, runs, keys))),
-            int(scored.sum() + entries.sum()),
-        )
+        both = _read_scores(runs, keys, int(scored.sum() + entries.sum()))
+        if self.precision == "float32":  # compared (and sorted, twice as fast) as float32: the same order
+            both = both.astype(np.float32)
         is_score = np.repeat(np.tile([True, False], len(qs)), np.column_stack((scored, entries)).ravel())
         values, judged_scores = both[is_score], both[~is_score]
         if np.isnan(values).any():
@@ -162,13 +161,30 @@ class DictQueries:
             )
         return out
 
-    def _scores(self, iterable, count: int) -> np.ndarray:
-        values = np.fromiter(iterable, dtype=np.float64, count=count)
-        # float32 scores are compared (and sorted, twice as fast) as float32: the same order
-        return values.astype(np.float32) if self.precision == "float32" else values
+
+def _read_scores(runs: list[Mapping], keys: list, count: int) -> np.ndarray:
+    """Each query's scores, then its judged documents' (NaN where it lacks one), as float64.
+
+    The judged documents are looked up while their query's dict is still in cache (about twice
+    as fast as a second pass). Each query is packed by ``struct`` (its scores as one call's
+    arguments), about a third faster than ``np.fromiter`` item by item; values ``struct`` will
+    not take as floats (``str``, None) go through numpy's conversion, as in a column of them.
+    """
+    out = np.empty(count, dtype=np.float64)
+    offset = 0
+    try:
+        for docs, ids in zip(runs, keys, strict=True):
+            size = len(docs) + len(ids)
+            pack_into(f"{size}d", out, offset, *docs.values(), *map(docs.get, ids, repeat(math.nan)))
+            offset += 8 * size
+    except (StructError, TypeError, OverflowError):
+        return np.fromiter(
+            chain.from_iterable(chain.from_iterable(map(_scores_then_judged, runs, keys))), np.float64, count
+        )
+    return out
 
 
-def _scores_then_judged(docs: Mapping, ids: list[str]) -> tuple:
+def _scores_then_judged(docs: Mapping, ids) -> tuple:
     return docs.values(), map(docs.get, ids, repeat(math.nan))
 
 
