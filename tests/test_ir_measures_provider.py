@@ -139,3 +139,32 @@ def test_iter_calc_order_matches_the_base_evaluator(data):
     ]
     assert tail and ours[-tail:] == theirs[-tail:]
     assert {(q, m): v for q, m, v in ours} == pytest.approx({(q, m): v for q, m, v in theirs})
+
+
+def test_calc_aggregate_is_the_aggregators_value_bit_for_bit(data):
+    # the mean and sum are taken in C; they must equal ir_measures' aggregators fed one value at a
+    # time (unanswered queries' defaults last), as the base evaluator feeds them
+    qrels, run = data
+    measures = [AP, nDCG @ 10, P @ 5, RR, NumQ, NumRelRet, NumRet]
+    values = {}
+    for m in provider.iter_calc(measures, qrels, run):
+        values.setdefault(m.measure, []).append(m.value)
+    want = {}
+    for m, listed in values.items():
+        aggregator = m.aggregator()
+        for v in listed:
+            aggregator.add(v)
+        want[m] = aggregator.result()
+    got = provider.calc_aggregate(measures, qrels, run)
+    assert set(got) == set(want) and all(got[m] == want[m] for m in measures)
+    # -0.0 and NaN added in order, and no value at all
+    aggregate = provider._aggregate
+    for m in (AP, NumQ):
+        column = np.array([-0.0, 1e-300, 3.0, 1e16, -1e16, 0.1])
+        fed = m.aggregator()
+        for v in [*column.tolist(), m.DEFAULT, m.DEFAULT]:
+            fed.add(v)
+        assert aggregate(m.aggregator(), column, 2, m.DEFAULT) == fed.result()
+        empty = aggregate(m.aggregator(), np.zeros(0), 0, m.DEFAULT)
+        assert repr(empty) == repr(m.aggregator().result())  # NaN for a mean, 0 for a sum
+    assert np.isnan(aggregate(AP.aggregator(), np.array([1.0, np.nan]), 0, AP.DEFAULT))
