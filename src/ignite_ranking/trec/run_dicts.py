@@ -25,9 +25,9 @@ queries do not all start with a ``str`` id is read into columns instead
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import chain, islice, repeat
 from struct import error as StructError
 from struct import pack_into
 
@@ -249,16 +249,11 @@ def _larger_tied_docnos(grid, scored, probe, tied, runs, keys) -> np.ndarray:
     local_rows, positions = np.nonzero(member)
     member_rows = tied_rows[local_rows]
     member_values = sub[local_rows, positions]
-    # Their ids, in the same (row, position) order, picked from each dict's keys in C by a
-    # selector that ends at the row's last member (about 3x faster than listing the keys).
+    # Their ids, in the same (row, position) order.
     member_keys = []
     starts = np.searchsorted(local_rows, np.arange(len(tied_rows) + 1)).tolist()
     for r, start, end in zip(tied_rows.tolist(), starts[:-1], starts[1:], strict=True):
-        wanted_positions = positions[start:end].tolist()
-        selector = [False] * (wanted_positions[-1] + 1)
-        for p in wanted_positions:
-            selector[p] = True
-        member_keys.extend(compress(runs[r], selector))
+        member_keys.extend(_keys_at(runs[r], positions[start:end].tolist()))
     judged_keys = [keys[r][c] for r, c in zip(rows.tolist(), columns.tolist(), strict=True)]
     # Rank every id once (member ids, then the judged ones, which are members too), group the
     # members by (row, score), and count within each group the ids ranking above the judged one.
@@ -277,3 +272,21 @@ def _larger_tied_docnos(grid, scored, probe, tied, runs, keys) -> np.ndarray:
     judged = composite[len(member_keys) :]
     group_end = (group[len(member_keys) :] + 1) * span
     return np.searchsorted(members, group_end) - np.searchsorted(members, judged, side="right")
+
+
+def _keys_at(docs: Mapping, positions: list[int]) -> list:
+    """The keys at these ascending ``positions`` of a dict's order, skipped over in C (about 3x
+    faster than listing the keys) from whichever end passes fewer of them."""
+    if isinstance(docs, dict) and len(docs) - positions[0] < positions[-1]:
+        last = len(docs) - 1
+        return _items_at(reversed(docs), [last - p for p in reversed(positions)])[::-1]
+    return _items_at(iter(docs), positions)
+
+
+def _items_at(items: Iterator, positions: list[int]) -> list:
+    """The items at these ascending ``positions`` of an iterator."""
+    picked, at = [], 0
+    for p in positions:
+        picked.append(next(islice(items, p - at, None)))
+        at = p + 1
+    return picked
