@@ -3,6 +3,8 @@ the file path's values, and pytrec_eval's provider's where files cannot say it (
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -76,6 +78,12 @@ def test_qrels_from_dicts_keep_their_str_ids():
     data = {"q": {"a": 1, "b": 0}, "r": {"é": 2, "x\ny": 1}, "s": {}}
     qrels = provider.as_qrels(data)
     assert qrels.ids.dtype == object and qrels.ids.tolist() == ["a", "b", "é", "x\ny"]
+    # the bytes column is built only when read, which the dict path never does
+    judged = provider.as_qrels({q: docs for q, docs in data.items() if docs})
+    values = provider.calc_aggregate([P @ 2, AP], judged, {"q": {"a": 1.0, "c": 2.0}, "r": {"é": 0.5}})
+    assert values == {P @ 2: 0.5, AP: 0.5}  # q: a at rank 2 of 1 relevant; r: é at 1 of 2
+    assert judged._docno is None
+    assert dataclasses.replace(judged, path="x").docno.tolist() == [b"a", b"b", "\xe9".encode(), b"x\ny"]
     for got, expected in zip(
         (qrels.qids, qrels.qid, qrels.docno, qrels.rel), columns(data, "qrels"), strict=True
     ):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ignite_ranking.trec import Qrels, Run, evaluate
-from ignite_ranking.trec.columns import columns, str_keyed_columns
+from ignite_ranking.trec.columns import DictQrels, columns, doc_ids, str_keyed_columns
 from ignite_ranking.trec.run_dicts import DictQueries
 
 SCORES = (0.5, 1.0, 1.5, 2.0, -np.inf, np.inf, 1.0 + 2**-30)  # ties, infinities, a float32 tie
@@ -34,7 +34,9 @@ def _qrels(data, keep_ids: bool = False) -> Qrels:
     """The qrels' columns; with ``keep_ids``, also their ``str`` ids, as ``as_qrels`` keeps them
     (the dict path then looks those up instead of decoding the docnos)."""
     qids, codes, docno, rel, ids = str_keyed_columns(data, "qrels")
-    return Qrels(qids, codes, docno, rel.astype(np.int64), ids=ids if keep_ids else None)
+    if keep_ids and ids is not None:
+        return DictQrels(qids, codes, None, rel.astype(np.int64), ids=ids)
+    return Qrels(qids, codes, doc_ids(ids.tolist()) if docno is None else docno, rel.astype(np.int64))
 
 
 def _run(data) -> Run:

@@ -30,9 +30,9 @@ from operator import methodcaller
 
 import numpy as np
 
-from .io import _PAD, _as_bytes, _gather
+from .io import _PAD, Qrels, _as_bytes, _gather
 
-__all__ = ["FIELDS", "columns", "doc_ids", "query_dicts", "str_keyed_columns"]
+__all__ = ["FIELDS", "DictQrels", "columns", "doc_ids", "query_dicts", "str_keyed_columns"]
 
 #: The columns ir_measures names: (query, document, value) of qrels and of runs.
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
@@ -87,24 +87,46 @@ def query_dicts(data: Mapping, name: str) -> list[Mapping]:
 
 def str_keyed_columns(
     data: Mapping, name: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[list[str], np.ndarray, np.ndarray | None, np.ndarray, np.ndarray | None]:
     """:func:`columns` of a dict of dicts, and its document ids as the objects it holds (an
-    object array, in the columns' order) when every one is a ``str``, else None.
+    object array, in the columns' order) when every one is a ``str``, else None. With the ids,
+    the doc ids column is None: :class:`DictQrels` builds it when it is first read.
 
-    Made for qrels: their ids are joined in one pass, which is also the ``str`` check, and cut
-    back into tokens (2-3x faster than numpy's copy of each id when, as a qrels' few judged ids a
-    query, they lie scattered in memory; slower than it for a run's millions of ids).
+    Made for qrels, whose few ids a query lie scattered in memory: each query's ids are listed,
+    checked and copied into the object array while they are in cache (each pass over all the
+    ids costs a cache miss an id).
     """
     queries = query_dicts(data, name)
-    ids = list(chain.from_iterable(queries))
-    try:
-        blob = "\n".join(ids).encode("utf-8")
-    except TypeError:  # not all str
-        return (*_dict_columns(data, name, queries), None)
-    docs = _tokens(blob, ids) if ids else np.zeros(0, dtype="S1")
+    counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+    ids = np.empty(int(counts.sum()), dtype=object)
+    start = 0
+    for docs, count in zip(queries, counts.tolist(), strict=True):
+        keys = list(docs)
+        if not all(map(str.__instancecheck__, keys)):
+            return (*_dict_columns(data, name, queries), None)
+        ids[start : start + count] = keys
+        start += count
     # Kept as an object array: its slices are views, and the garbage collector, which would
     # visit every id of a list at each collection of its generation, does not track it.
-    return (*_dict_columns(data, name, queries, docs), np.fromiter(ids, dtype=object, count=len(ids)))
+    return (*_dict_columns(data, name, queries, ids=False), ids)
+
+
+class DictQrels(Qrels):
+    """:class:`~ignite_ranking.trec.io.Qrels` of a dict of dicts whose document ids are all
+    ``str`` (kept in ``ids``), made with ``docno=None``: the bytes column is built from the ids
+    when first read. The dict path (:mod:`~ignite_ranking.trec.run_dicts`) looks the ids up as
+    they are and never reads it."""
+
+    @property
+    def docno(self) -> np.ndarray:
+        if self._docno is None:
+            listed = self.ids.tolist()
+            self._docno = _tokens(_joined(listed), listed) if listed else np.zeros(0, dtype="S1")
+        return self._docno
+
+    @docno.setter
+    def docno(self, value: np.ndarray | None) -> None:
+        self._docno = value
 
 
 class _Chained:
@@ -120,12 +142,13 @@ class _Chained:
         return self.count
 
 
-def _dict_columns(data: Mapping, name: str, queries: list | None = None, docs: np.ndarray | None = None):
-    """:func:`columns` of a dict of dicts (its :func:`query_dicts` and doc ids, where known)."""
+def _dict_columns(data: Mapping, name: str, queries: list | None = None, ids: bool = True):
+    """:func:`columns` of a dict of dicts (of its :func:`query_dicts`, where listed); without
+    ``ids``, None for the doc ids column."""
     queries = query_dicts(data, name) if queries is None else queries
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
-    docs = doc_ids(_Chained(queries, total)) if docs is None else docs
+    docs = doc_ids(_Chained(queries, total)) if ids else None
     values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
     codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
     return [str(q) for q in data], codes, docs, values

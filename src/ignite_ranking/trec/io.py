@@ -75,7 +75,9 @@ class Qrels:
         ids: the document ids as the ``str`` objects a dict of dicts held, one per judgement,
             in a numpy object array (keyword only; None unless every id was a ``str``): a
             dict-of-dicts run is looked up with them as they are
-            (:mod:`~ignite_ranking.trec.run_dicts`).
+            (:mod:`~ignite_ranking.trec.run_dicts`). The provider's ``as_qrels`` then gives a
+            :class:`~ignite_ranking.trec.columns.DictQrels`, which builds ``docno`` from them
+            only when it is read.
     """
 
     qids: list[str]

@@ -59,16 +59,17 @@ class DictQueries:
         count: documents each qrels query ranks (1 for a ``missing_as_zero`` placeholder).
         precision: ``"float64"``, or ``"float32"`` to round each score to float32 first.
         docno, grades: the qrels entries grouped by query (document ids, grades), each
-            query's from ``entry_start`` for ``entry_count``.
-        ids: ``docno`` as the qrels' own ``str`` objects, an object array (:attr:`Qrels.ids
-            <ignite_ranking.trec.io.Qrels>`), or None to decode them batch by batch.
+            query's from ``entry_start`` for ``entry_count``; ``docno`` is None with ``ids``.
+        ids: the document ids as the qrels' own ``str`` objects, an object array
+            (:attr:`Qrels.ids <ignite_ranking.trec.io.Qrels>`), or None to decode ``docno``
+            batch by batch.
     """
 
     qids: list[str]
     runs: list[Mapping]
     count: np.ndarray
     precision: str
-    docno: np.ndarray
+    docno: np.ndarray | None
     grades: np.ndarray
     entry_start: np.ndarray
     entry_count: np.ndarray
@@ -90,9 +91,11 @@ class DictQueries:
         count = np.fromiter(map(len, runs), dtype=np.int64, count=num_q)
         count[missing] = 1
         order, entry_start, entry_count = segments(qrels.qid, num_q)
-        docno = qrels.docno if order is None else qrels.docno[order]
         grades = qrels.rel if order is None else qrels.rel[order]
-        ids = qrels.ids if qrels.ids is None or order is None else qrels.ids[order]
+        if qrels.ids is None:
+            docno, ids = qrels.docno if order is None else qrels.docno[order], None
+        else:  # the docnos are not read (a DictQrels builds them only when asked)
+            docno, ids = None, qrels.ids if order is None else qrels.ids[order]
         return cls(list(qrels.qids), runs, count, precision, docno, grades, entry_start, entry_count, ids)
 
     def ranked(
