@@ -89,6 +89,9 @@ def test_qrels_from_dicts_keep_their_str_ids():
     ):
         np.testing.assert_array_equal(got, expected)  # the same columns as every other input
     assert provider.as_qrels({"q": {"a": 1, 7: 0}}).ids is None  # 7 is judged as "7"
+    # grades of other types read as numpy reads a column of them, packed or not
+    for grades in ({"a": 2.0, "b": True, "c": np.int8(3)}, {"a": 2, "b": "1", "c": 3}):
+        assert provider.as_qrels({"q": {"z": 0}, "r": grades}).rel.tolist() == [0, 2, 1, 3]
 
 
 def test_doc_ids_of_every_kind():

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from itertools import chain
 from operator import methodcaller
+from struct import error as StructError
+from struct import pack_into
 
 import numpy as np
 
@@ -93,22 +95,31 @@ def str_keyed_columns(
     the doc ids column is None: :class:`DictQrels` builds it when it is first read.
 
     Made for qrels, whose few ids a query lie scattered in memory: each query's ids are listed,
-    checked and copied into the object array while they are in cache (each pass over all the
-    ids costs a cache miss an id).
+    checked and copied into the object array, and its values packed by ``struct``, while they
+    are in cache (each pass over all the ids costs a cache miss an id). Values ``struct`` does
+    not take as floats (``str``...) go through numpy's conversion, as in :func:`columns`.
     """
     queries = query_dicts(data, name)
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     ids = np.empty(int(counts.sum()), dtype=object)
-    start = 0
+    values = np.empty(len(ids), dtype=np.float64)
+    start, packed = 0, True
     for docs, count in zip(queries, counts.tolist(), strict=True):
         keys = list(docs)
         if not all(map(str.__instancecheck__, keys)):
             return (*_dict_columns(data, name, queries), None)
         ids[start : start + count] = keys
+        if packed:
+            try:
+                pack_into(f"{count}d", values, 8 * start, *docs.values())
+            except (StructError, TypeError, OverflowError):
+                packed = False
         start += count
+    if not packed:
+        values = _values(queries, len(values))
     # Kept as an object array: its slices are views, and the garbage collector, which would
     # visit every id of a list at each collection of its generation, does not track it.
-    return (*_dict_columns(data, name, queries, ids=False), ids)
+    return [str(q) for q in data], _codes(counts), None, values, ids
 
 
 class DictQrels(Qrels):
@@ -142,16 +153,22 @@ class _Chained:
         return self.count
 
 
-def _dict_columns(data: Mapping, name: str, queries: list | None = None, ids: bool = True):
-    """:func:`columns` of a dict of dicts (of its :func:`query_dicts`, where listed); without
-    ``ids``, None for the doc ids column."""
+def _dict_columns(data: Mapping, name: str, queries: list | None = None):
+    """:func:`columns` of a dict of dicts (of its :func:`query_dicts`, where listed)."""
     queries = query_dicts(data, name) if queries is None else queries
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
-    docs = doc_ids(_Chained(queries, total)) if ids else None
-    values = np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
-    codes = np.repeat(np.arange(len(queries), dtype=np.int32), counts)
-    return [str(q) for q in data], codes, docs, values
+    return [str(q) for q in data], _codes(counts), doc_ids(_Chained(queries, total)), _values(queries, total)
+
+
+def _values(queries: list[Mapping], total: int) -> np.ndarray:
+    """The dicts' values, one after another, as float64."""
+    return np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
+
+
+def _codes(counts: np.ndarray) -> np.ndarray:
+    """``int32`` query code of each entry, for queries of ``counts`` entries one after another."""
+    return np.repeat(np.arange(len(counts), dtype=np.int32), counts)
 
 
 def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
