@@ -8,7 +8,7 @@ entry as possible:
 - a dict of dicts is walked by C iterators only (``chain``, ``map``), with no Python code per
   entry and no list of its entries: its document ids and values go straight into numpy, and its
   query codes repeat each query's index by its number of entries (:func:`str_keyed_columns`,
-  for qrels, lists their ids once and keeps that list);
+  for qrels, goes query by query instead and keeps their ``str`` ids);
 - document ids become a bytes array as the readers make them. ASCII ``str`` ids are copied by
   numpy in C (one pass for the width, one for the copy). Other ids are joined into one
   newline-separated UTF-8 string (one ``str.join`` and one ``encode`` in C) and cut back into
