@@ -117,7 +117,8 @@ def test_a_label_just_below_the_threshold_prints_with_enough_digits_to_differ():
     assert f"pass relevance_threshold={shown} " in message and shown != "0.7"
     # the threshold it suggests does make the label relevant
     fixed = MRR([3], relevance_threshold=float(shown))
-    fixed.update((torch.tensor([[0.9, 0.1, 0.5]]), labels))
+    with pytest.warns(FractionalLabelWarning, match=r"labels such as 0\.2000"):  # only the 0.2 is below
+        fixed.update((torch.tensor([[0.9, 0.1, 0.5]]), labels))
     assert fixed.compute() == [1.0]
     with pytest.raises(
         NotComputableError, match=rf"relevance_threshold=0\.7 \(the largest label seen was {shown}\)"
