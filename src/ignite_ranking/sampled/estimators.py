@@ -574,7 +574,7 @@ def fit_rank_distribution(
         if solved is not None:
             solved = (solved, 1)
         elif bool(seen.all()):  # every r' seen: the likelihood is strictly concave in pi
-            solved = _simplex_newton(pmf, share, pi, max_iter)
+            solved = _simplex_newton(pmf, share, pi, min(max_iter, 50 * n))  # steps: ~n adds and drops
         if solved is not None:
             current = float(share @ torch.log(solved[0] @ pmf_seen))
             return RankDistribution(ranks, solved[0], current * total, start * total, solved[1], True)
