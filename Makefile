@@ -26,7 +26,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Every test: what CI runs (about 3 minutes on a quiet 2-core machine, up to 14 on a busy one).
+# Every test: what CI runs (about 10-12 minutes on a quiet 2-core machine, up to 14 on a busy one).
 test: lint
 	$(BIN)/python -m pytest
 

@@ -2,10 +2,11 @@
 
 A long evaluation (many queries, a preemptible machine) can be checkpointed: ``state_dict()``
 returns the metric's sums and query count (copies, so later updates do not change them), it goes
-through ``torch.save``/``torch.load`` like any other state, and ``load_state_dict()`` puts it into
-a new metric built with the same arguments. The resumed result is exactly, bit for bit, the result
-of an uninterrupted run over the same batches, because the float64 sums are added in the same
-order.
+through ``torch.save`` and ``torch.load(..., weights_only=True)`` (it holds only tensors, dicts,
+lists, strings and numbers), and ``load_state_dict()`` puts it into a new metric built with the
+same arguments. The resumed result is exactly, bit for bit, the result of an uninterrupted run
+over the same batches, because the sums are exact fixed-point integers (int64 limbs): adding them
+gives the same bits in any order and at any batching.
 
 The same works for a whole :class:`~ignite_ranking.RankingMetrics` group, whose state is the
 states of its members, and with Ignite's ``Checkpoint`` handler, which calls these methods.
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     # A fresh process would start here: build the metric the same way, load, continue.
     resumed = make_metric()
     buffer.seek(0)
-    resumed.load_state_dict(torch.load(buffer))
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))
     for batch in data[half:]:
         resumed.update(batch)
     result = resumed.compute()

@@ -2,9 +2,10 @@
 queries, and ``compute()`` all-reduces the metrics' sums once, so every process gets the
 result over all queries.
 
-The metrics keep per-cutoff float64 sums and an int64 query count, never the scores, so the
-all-reduce moves a few numbers per cutoff however many queries there are. The result equals a
-single-process run over the same queries; this script checks that on rank 0.
+The metrics keep per-cutoff exact sums (fixed-point int64 limbs) and an int64 query count, never
+the scores, so the all-reduce moves a few numbers per cutoff however many queries there are. The
+result equals a single-process run over the same queries, to the bit; this script checks that on
+rank 0.
 
 Run on CPUs with two processes (the gloo backend):
     python examples/distributed.py

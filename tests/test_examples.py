@@ -50,6 +50,22 @@ def test_checkpoint_resume_equals_uninterrupted_run() -> None:
     assert results["resumed"] == results["expected"]
 
 
+def test_checkpoint_resume_loads_with_weights_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example shows the safe load (torch >= 2.3 allows it; its default changed in 2.6)."""
+    import torch
+
+    calls = []
+    real_load = torch.load
+
+    def checked_load(*args, **kwargs):
+        calls.append(kwargs.get("weights_only"))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", checked_load)
+    results = load("checkpoint_resume").main(["--batches", "2", "--items", "50"])
+    assert calls == [True] and results["resumed"] == results["expected"]
+
+
 @pytest.mark.slow
 def test_distributed_two_gloo_processes(tmp_path: Path) -> None:
     out = tmp_path / "metrics.json"

@@ -88,3 +88,39 @@ def test_a_bad_row_is_named_by_its_place_in_the_whole_evaluation():
     group = RankingMetrics(mrr=MRR([3]), ndcg=NDCG([3]))
     with pytest.raises(ValueError, match=r"row 0 of the batch \(query 0 of the evaluation"):
         group.update(Retrieved(torch.tensor([[1, 2]]), torch.tensor([[2, 2]])))
+
+
+def test_labels_that_look_like_scores_ask_whether_y_pred_and_y_were_swapped():
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.rand(4, 8, generator=generator)
+    probabilities = torch.rand(4, 8, generator=generator)  # passed as labels
+    with pytest.warns(FractionalLabelWarning) as caught:
+        MRR([3]).update((scores, probabilities))
+    message = str(caught[0].message)
+    assert "look like scores" in message and "Were y_pred and y swapped?" in message
+    assert "pass relevance_threshold=0.99" not in message  # no threshold hint fitted to a score
+    # grades in [0, 1] with whole 0s and 1s among them keep the graded-relevance hint
+    with pytest.warns(FractionalLabelWarning) as caught:
+        MRR([3]).update(_graded())
+    assert "pass relevance_threshold=0.5" in str(caught[0].message)
+    assert "swapped" not in str(caught[0].message)
+
+
+def test_a_label_just_below_the_threshold_prints_with_enough_digits_to_differ():
+    labels = torch.tensor([[0.7, 0.0, 0.2]])  # float32: 0.699999988..., below 0.7
+    metric = MRR([3], relevance_threshold=0.7)
+    with pytest.warns(FractionalLabelWarning) as caught:
+        metric.update((torch.tensor([[0.9, 0.1, 0.5]]), labels))
+    message = str(caught[0].message)
+    shown = repr(float(labels[0, 0]))
+    assert f"labels such as {shown} lie between 0 and relevance_threshold=0.7 " in message
+    assert f"pass relevance_threshold={shown} " in message and shown != "0.7"
+    # the threshold it suggests does make the label relevant
+    fixed = MRR([3], relevance_threshold=float(shown))
+    with pytest.warns(FractionalLabelWarning, match=r"labels such as 0\.2000"):  # only the 0.2 is below
+        fixed.update((torch.tensor([[0.9, 0.1, 0.5]]), labels))
+    assert fixed.compute() == [1.0]
+    with pytest.raises(
+        NotComputableError, match=rf"relevance_threshold=0\.7 \(the largest label seen was {shown}\)"
+    ):
+        metric.compute()

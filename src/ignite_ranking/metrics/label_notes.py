@@ -36,6 +36,10 @@ class FractionalLabelWarning(UserWarning):
     under the default threshold 1.0): they count as not relevant, which is rarely what was meant.
 
     A metric (or a group) warns once, on the first update after a reset that holds such labels.
+    When every label checked is such a fraction, strictly between 0 and 1, they look like scores
+    (probabilities) rather than grades, and the message asks whether ``y_pred`` and ``y`` were
+    swapped. Numbers are printed with as many digits as tell them apart (a float32 label 0.7 is
+    ``0.699999988079071``, below a threshold of 0.7).
 
     Example:
         >>> import torch, warnings
@@ -49,6 +53,13 @@ class FractionalLabelWarning(UserWarning):
         >>> metric.compute()  # the 0.5 ranked first is not relevant; the 1.0 ranked second is
         [0.5]
     """
+
+
+def _shown(value: float) -> str:
+    """``value`` in few digits where they round-trip (``1``, ``0.5``), else its ``repr``: a label
+    0.699999988079071 (float32 0.7) and a threshold of 0.7 must not print alike."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def _labels(output: object) -> torch.Tensor | None:
@@ -109,13 +120,22 @@ class LabelNotes:
         between = (values > 0) & ~(values >= bound) & (values != values.trunc())
         if not bool(between.any()):
             return
-        example = float(values[between].max())
+        example = _shown(float(values[between].max()))
+        if bool(((values > 0) & (values < 1) & (values != values.trunc())).all()):
+            advice = (
+                "Every label is a fraction between 0 and 1: they look like scores (probabilities), "
+                "not grades. Were y_pred and y swapped? The update takes (y_pred, y): scores first, "
+                "then the labels."
+            )
+        else:
+            advice = (
+                f"If they are graded relevance, pass relevance_threshold={example} (or the smallest "
+                "grade that is relevant)."
+            )
         self.warned = True
         warnings.warn(
-            f"{owner}: labels such as {example:g} lie between 0 and relevance_threshold={threshold:g} "
-            f"and are not whole numbers; they count as not relevant. If they are graded relevance, "
-            f"pass relevance_threshold={example:g} (or the smallest grade that is relevant). "
-            "Warned once per metric.",
+            f"{owner}: labels such as {example} lie between 0 and relevance_threshold={_shown(threshold)} "
+            f"and are not whole numbers; they count as not relevant. {advice} Warned once per metric.",
             FractionalLabelWarning,
             stacklevel=4,
         )
@@ -128,10 +148,10 @@ class LabelNotes:
         largest = float(idist.all_reduce(largest.cpu().to(torch.float64), op="MAX"))
         if seen == 0:
             return NotComputableError(f"{owner} must have at least one query before compute().")
-        found = f" (the largest label seen was {largest:g})" if math.isfinite(largest) else ""
+        found = f" (the largest label seen was {_shown(largest)})" if math.isfinite(largest) else ""
         return NotComputableError(
             f"{owner} saw {seen} {'query' if seen == 1 else 'queries'}, and none {rule}="
-            f"{threshold:g}{found}, so none counts in the mean "
+            f"{_shown(threshold)}{found}, so none counts in the mean "
             "(ignore_zero_hits=True leaves out queries without a relevant item). Lower "
             "relevance_threshold if those labels are relevant, or pass ignore_zero_hits=False to "
             "count such queries as 0."
