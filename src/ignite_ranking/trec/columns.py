@@ -114,10 +114,13 @@ def bad_entry(name: str, entries: Iterable[tuple]) -> ValueError | None:
         else:
             try:
                 number = np.fromiter((value,), np.float64, 1)[0]
-            except OverflowError:
-                got = f"an int beyond float64's range ({value.bit_length()} bits)"
-            except (TypeError, ValueError):
-                got = _shown(value)
+            except (TypeError, ValueError, OverflowError):
+                # an int numpy refuses is one beyond float64's range
+                got = (
+                    f"an int beyond float64's range ({value.bit_length()} bits)"
+                    if isinstance(value, int)
+                    else _shown(value)
+                )
             else:
                 if not (name == "run" and np.isnan(number)):
                     continue
