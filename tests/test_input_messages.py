@@ -5,6 +5,7 @@ and what was received (issue 32, items 9 and 14)."""
 from __future__ import annotations
 
 import collections
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ BAD_SCORES = [
     ([1, 2], r"got list \[1, 2\]"),
     ("abc", "got str 'abc'"),
     (None, "got None"),
+    (Fraction(10**400, 3), r"got Fraction Fraction\(1000\.\.\.0+, 3\)"),
     (float("nan"), "got NaN"),
 ]
 Row = collections.namedtuple("Row", ["query_id", "doc_id", "score"])
@@ -54,7 +56,7 @@ def test_a_bad_score_names_query_document_and_value(score, received, doc):
                     evaluate(qrels, run, ["P_1"], ties=ties)
 
 
-@pytest.mark.parametrize(("grade", "received"), BAD_SCORES[:4], ids=[str(s)[:8] for s, _ in BAD_SCORES[:4]])
+@pytest.mark.parametrize(("grade", "received"), BAD_SCORES[:-1], ids=[str(s)[:8] for s, _ in BAD_SCORES[:-1]])
 def test_a_bad_grade_names_query_document_and_value(grade, received):
     qrels = {"q1": {"a": 1}, "q2": {"c": 1, "d": grade}}
     match = rf"qrels: query 'q2', document 'd': the relevance grade must be a number \(.*\), {received}$"
