@@ -122,3 +122,10 @@ def test_integer_flags_out_of_range_are_argparse_errors(files, capsys, command, 
     err = capsys.readouterr().err
     assert f"argument {flag}: must be an integer >= {minimum}, got {value}" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("threads", [0, -3, 1.5, True])
+def test_evaluate_refuses_a_thread_count_below_one(threads):
+    qrels = Qrels(["q1"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
+    with pytest.raises(ValueError, match=rf"num_threads must be None or an int >= 1, got {threads!r}"):
+        evaluate(qrels, {"q1": {"a": 1.0}}, ["P_1"], num_threads=threads)

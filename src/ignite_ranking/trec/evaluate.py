@@ -205,7 +205,7 @@ def evaluate(
         batch_size: at most this many queries per padded batch (fewer when that gives each thread
             several batches).
         progress: show a tqdm progress bar on stderr.
-        num_threads: torch intra-op threads while ranking and scoring (restored afterwards);
+        num_threads: torch intra-op threads (>= 1) while ranking and scoring (restored afterwards);
             None keeps torch's setting. One is the default because each batch's tensor ops are
             too small to repay OpenMP's synchronisation: on a busy 2-core machine, torch's
             default of two threads made evaluation twice as slow.
@@ -226,6 +226,10 @@ def evaluate(
             "diversity measures); a dict of dicts, DataFrame or ir_measures records go through the "
             f"ir_measures provider (ignite_ranking.ir_measures), got {type(qrels).__name__}"
         )
+    if num_threads is not None and (
+        isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1
+    ):
+        raise ValueError(f"num_threads must be None or an int >= 1, got {num_threads!r}")
     if isinstance(qrels, DiversityQrels) or any(map(is_diversity_measure, names)):
         if ties != "trec" or judged_only is not False:
             raise ValueError("diversity measures take ties='trec' (ndeval's order) and no judged_only")
