@@ -168,6 +168,51 @@ def test_reader_command_line_and_evaluate(tmp_path, capsys):
     assert printed["metrics"] == result.means and printed["num_queries"] == result.num_queries
 
 
+def test_command_line_table_per_query_and_compare(tmp_path, capsys):
+    # issue 32: the table and -q crashed on DiversityMeasure.is_text, compare on plain qrels
+    qrels, run = _data(7)
+    qrels_path, run_path = _write(tmp_path, qrels, run)
+    names = ["alpha_nDCG@20", "NRBP", "strec@5"]
+    result = evaluate(read_diversity_qrels(qrels_path), read_run(run_path), names)
+    assert main(["evaluate", str(qrels_path), str(run_path), "-m", *names, "-q"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    per_query = result.per_query()
+    want = [[f"{m:<22}", q, f"{per_query[q][m]:6.4f}"] for q in sorted(per_query) for m in names]
+    want += [[f"{m:<22}", "all", f"{result.means[m]:6.4f}"] for m in names]
+    assert lines == want
+    other = tmp_path / "other"
+    other.write_text("".join(f"{q} Q0 {d} {i} {-s} other\n" for i, (q, d, s) in enumerate(run)))
+    command = ["compare", str(qrels_path), str(run_path), str(other), "-m", "alpha_nDCG@20"]
+    assert main([*command, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["means"]["tag"]["alpha_nDCG@20"] == pytest.approx(result.means["alpha_nDCG@20"])
+
+
+def test_dict_runs_equal_pyndeval():
+    # issue 32: a dict-of-dicts run raised AttributeError in trec.evaluate and the provider
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import ERR_IA, NRBP, P_IA, StRecall, alpha_nDCG
+
+    from ignite_ranking.ir_measures import IgniteRankingProvider
+
+    qrels, run = _data(4)
+    ordered = _trec_order(run)
+    as_dict: dict = {}
+    for qid, doc, score in ordered:
+        as_dict.setdefault(qid, {})[doc] = score
+    got = evaluate(_ours(qrels, run)[0], as_dict, ND_NAMES).per_query()
+    want = _pyndeval(qrels, ordered, ND_NAMES)
+    assert got == {q: pytest.approx(want[q], abs=1e-12) for q in want}
+    judged = [ir_measures.Qrel(q, d, r, s) for q, s, d, r in qrels]
+    scored = [ir_measures.ScoredDoc(q, d, s) for q, d, s in ordered]
+    group = [alpha_nDCG @ 20, ERR_IA @ 10, NRBP, P_IA @ 5, StRecall @ 20]
+    ours = IgniteRankingProvider(score_precision="float64").calc_aggregate(group, judged, as_dict)
+    theirs = ir_measures.pyndeval.calc_aggregate(group, judged, scored)
+    assert {str(m): v for m, v in ours.items()} == pytest.approx({str(m): v for m, v in theirs.items()})
+    with pytest.raises(TypeError, match=r"run must be a Run \(read_run\) or a dict of dicts"):
+        evaluate_diversity(_ours(qrels, run)[0], list(as_dict.items()), ["NRBP"])
+
+
 def test_ir_measures_provider_equals_pyndeval_provider():
     ir_measures = pytest.importorskip("ir_measures")
     import pandas as pd

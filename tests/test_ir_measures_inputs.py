@@ -145,9 +145,9 @@ def test_duplicate_documents_are_refused_as_from_files(tmp_path):
 
 
 def test_bad_dicts_are_refused():
-    with pytest.raises(TypeError, match=r"run: a dict of dicts .* got a list"):
+    with pytest.raises(TypeError, match=r"run: a dict of dicts .* query 'q' maps to list"):
         provider.calc_aggregate([P @ 5], {"q": {"a": 1}}, {"q": ["a"]})
-    with pytest.raises(ValueError, match=r"run: .*scores must be numbers"):
+    with pytest.raises(ValueError, match=r"run: query 'q', document 'a': the score must be .* got NaN"):
         provider.calc_aggregate([P @ 5], {"q": {"a": 1}}, {"q": {"a": float("nan")}})
     with pytest.raises(ValueError, match="qrels: relevance must be integers"):
         provider.calc_aggregate([P @ 5], {"q": {"a": 0.5}}, {"q": {"a": 1.0}})

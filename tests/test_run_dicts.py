@@ -128,9 +128,9 @@ def test_other_tie_policies_go_through_columns(dict_calls):
 
 def test_bad_runs_are_refused():
     qrels = _qrels({"q": {"a": 1}, "r": {"a": 1}})
-    with pytest.raises(ValueError, match="run: query 'r' has a NaN score"):
+    with pytest.raises(ValueError, match=r"run: query 'r', document 'a': the score must be .* got NaN"):
         evaluate(qrels, {"q": {"a": 1.0}, "r": {"b": 2.0, "a": float("nan")}}, ["P.5"])
-    with pytest.raises(TypeError, match=r"run: a dict of dicts .* got a list"):
+    with pytest.raises(TypeError, match=r"run: a dict of dicts .* query 'q' maps to list \['a'\]"):
         evaluate(qrels, {"q": ["a"]}, ["P.5"])
     with pytest.raises(ValueError, match="no query of the run is in the qrels"):
         evaluate(qrels, {"x": {"a": 1.0}}, ["P.5"])
@@ -147,7 +147,7 @@ def test_scores_of_other_types_are_read_as_numpy_reads_them(dict_calls):
     got = evaluate(qrels, run, ["map", "P.2", "recip_rank"])
     assert dict_calls
     np.testing.assert_array_equal(got.values, evaluate(qrels, floats, ["map", "P.2", "recip_rank"]).values)
-    with pytest.raises(ValueError, match="run: query 'r' has a NaN score"):
+    with pytest.raises(ValueError, match=r"run: query 'r', document 'a': the score must be .* got None"):
         evaluate(qrels, {"q": {"a": 1.0}, "r": {"a": None}}, ["P.5"])
 
 

@@ -17,6 +17,19 @@ from .trec.io import Qrels, Run, read_diversity_qrels
 __all__ = ["main"]
 
 
+def _int_from(minimum: int):
+    """An argparse type: an int >= ``minimum``, else argparse's error naming the flag."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse's "invalid int value: 'x'"
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ignite-ranking", description="Ranking metrics from the command line."
@@ -92,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
     ev.add_argument(
         "--threads",
-        type=int,
+        type=_int_from(1),
         default=1,
         help="torch threads for ranking and scoring (default 1: the batches' ops are too small to "
         "gain from more, and lose much on a busy machine)",
@@ -154,12 +167,16 @@ def _examples(ids: Sequence[str], count: int = 3) -> str:
     return ", ".join(repr(q) for q in ids[:count])
 
 
+def _read_judgements(path: str, metrics: Sequence[str], progress: bool) -> Qrels:
+    """The qrels; diversity measures read the second column as the subtopic (ndeval's qrels)."""
+    diversity = any(map(is_diversity_measure, metrics))
+    return (read_diversity_qrels if diversity else read_qrels)(path, progress=progress)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     progress = _progress(args)
     metrics = args.metrics or ["official"]
-    # Diversity measures read the qrels' second column as the subtopic (ndeval's qrels).
-    diversity = any(map(is_diversity_measure, metrics))
-    qrels = (read_diversity_qrels if diversity else read_qrels)(args.qrels, progress=progress)
+    qrels = _read_judgements(args.qrels, metrics, progress)
     run = read_run(args.run, progress=progress)
     _check_query_ids(qrels, run, args.run, args.missing_as_zero)
     result = evaluate(
@@ -269,12 +286,14 @@ def _add_compare_parser(commands) -> None:
     cmp.add_argument("--alpha", type=float, default=0.05, help="significance level; CIs are 1 - alpha")
     cmp.add_argument(
         "--seed",
-        type=int,
+        type=_int_from(0),
         default=0,
         help="seed of the randomization test and the bootstrap (default 0: the same inputs give the "
         "same report; the report prints it)",
     )
-    cmp.add_argument("--resamples", type=int, default=10_000, help="Monte Carlo resamples (default 10000)")
+    cmp.add_argument(
+        "--resamples", type=_int_from(1), default=10_000, help="Monte Carlo resamples (default 10000)"
+    )
     cmp.add_argument(
         "--alternative", choices=("two-sided", "greater", "less"), default="two-sided", help="of every test"
     )
@@ -321,7 +340,7 @@ def _compare(args: argparse.Namespace) -> int:
     if len(set(args.runs)) != len(args.runs):
         raise ValueError(f"each run may be given once, got {args.runs}")
     progress = _progress(args)
-    qrels = read_qrels(args.qrels, progress=progress)
+    qrels = _read_judgements(args.qrels, args.metrics, progress)
     results, tags = [], []
     for path in args.runs:
         run = read_run(path, progress=progress)

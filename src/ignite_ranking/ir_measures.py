@@ -205,9 +205,7 @@ def as_run(run) -> Run:
         return run
     if isinstance(run, (str, os.PathLike)):
         return read_run(run)
-    qids, codes, docs, score = columns(run, "run")
-    if np.isnan(score).any():
-        raise ValueError("run: scores must be numbers, got NaN")
+    qids, codes, docs, score = columns(run, "run")  # refuses NaN, naming the query and document
     return Run(qids=qids, qid=codes, docno=docs, score=score)
 
 

@@ -8,6 +8,8 @@ import json
 import math
 import os
 import string
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,10 +86,56 @@ def _fmt_p(value: float) -> str:
     return f"{value:.2e}" if value < 1e-4 else f"{value:.4f}"
 
 
+def _is_control(ch: str) -> bool:
+    """A character that breaks a line or a layout: C0/C1 controls (newlines, tabs), U+2028/9."""
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+
+
+def _plain(text: str) -> str:
+    """A plain-table cell: control characters (newlines, tabs...) as Python writes them, ``\\n``."""
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _is_control(ch) else ch for ch in text)
+
+
+# Backslash escapes of the ASCII punctuation that formats inline Markdown or splits a pipe table;
+# HTML's specials as entities, so that no name is read as a tag.
+_MARKDOWN = {ch: "\\" + ch for ch in "\\`*_[]|~"}
+_MARKDOWN.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _markdown(text: str) -> str:
+    """A Markdown table cell or text: a line break as ``<br>``, other controls as ``\\xNN``."""
+    text = text.replace("\r\n", "\n")
+    out = []
+    for ch in text:
+        if ch in ("\n", "\r", "\u2028", "\u2029"):
+            out.append("<br>")
+        elif _is_control(ch):
+            out.append("\\" + ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(_MARKDOWN.get(ch, ch))
+    return "".join(out)
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_"}
+_LATEX.update({"{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"})
+_LATEX.update({"<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"})
+
+
 def _latex_escape(text: str) -> str:
-    specials = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_"}
-    specials.update({"{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"})
-    return "".join(specials.get(ch, ch) for ch in text)
+    """LaTeX text: its specials escaped; line breaks and other controls as a space (a blank line
+    would end the tabular's paragraph)."""
+    return "".join(" " if _is_control(ch) else _LATEX.get(ch, ch) for ch in text)
+
+
+def _marker(index: int) -> str:
+    """The LaTeX table's mark of the system at ``index``: a..z, then aa, ab... (as spreadsheet
+    columns), distinct for any number of systems."""
+    name = ""
+    index += 1
+    while index:
+        index, digit = divmod(index - 1, 26)
+        name = string.ascii_lowercase[digit] + name
+    return name
 
 
 @dataclass
@@ -136,12 +184,12 @@ class Report:
 
     # ------------------------------------------------------------------------------- tables
 
-    def _settings_line(self) -> str:
+    def _settings_line(self, escape: Callable[[str], str]) -> str:
         level = round(100 * (1 - self.alpha), 6)
         tests = ", ".join(_TEST_NAMES[t] for t in self.tests)
         if self.alternative != "two-sided":
             tests += f" (one-sided: B {self.alternative} than A)"
-        against = f"against baseline {self.baseline}" if self.baseline else "all pairs"
+        against = f"against baseline {escape(self.baseline)}" if self.baseline else "all pairs"
         seed = "none" if self.seed is None else self.seed
         queries = "1 query" if self.num_queries == 1 else f"{self.num_queries} queries"
         return (
@@ -168,10 +216,11 @@ class Report:
                 header.append(f"p adj {test}")
         return [*header, "d", "W/T/L"]
 
-    def _pair_rows(self) -> list[list[str]]:
+    def _pair_rows(self, escape: Callable[[str], str]) -> list[list[str]]:
         rows = []
         for c in self.comparisons:
-            row = [c.metric, c.system_a, c.system_b, _fmt(c.mean_a), _fmt(c.mean_b), _fmt(c.difference, True)]
+            names = [escape(c.metric), escape(c.system_a), escape(c.system_b)]
+            row = [*names, _fmt(c.mean_a), _fmt(c.mean_b), _fmt(c.difference, True)]
             for low, high in (c.ci_t, c.ci_bca):
                 row.append(f"[{_fmt(low, True)}, {_fmt(high, True)}]")
             for test in self.tests:
@@ -185,9 +234,16 @@ class Report:
             rows.append(row)
         return rows
 
-    def _mean_rows(self) -> list[list[str]]:
+    def _mean_rows(self, escape: Callable[[str], str]) -> list[list[str]]:
         means = self.means()
-        return [[s, *(_fmt(means[s][m]) for m in self.metrics)] for s in self.systems]
+        return [[escape(s), *(_fmt(means[s][m]) for m in self.metrics)] for s in self.systems]
+
+    def _tables(self, escape: Callable[[str], str]) -> list[tuple[list[str], list[list[str]]]]:
+        """(header, rows) of the means and of the comparisons, names passed through ``escape``."""
+        return [
+            (["system", *map(escape, self.metrics)], self._mean_rows(escape)),
+            (self._pair_header(), self._pair_rows(escape)),
+        ]
 
     def to_table(self) -> str:
         """A plain-text table: the systems' means, then one row per comparison."""
@@ -204,9 +260,8 @@ class Report:
         star = f"* adjusted p ({self.tests[0]}) < {self.alpha:g}"
         return "\n\n".join(
             [
-                self._settings_line(),
-                grid(["system", *self.metrics], self._mean_rows()),
-                grid(self._pair_header(), self._pair_rows()),
+                self._settings_line(_plain),
+                *(grid(header, rows) for header, rows in self._tables(_plain)),
                 star + "; d = paired Cohen's d; W/T/L = queries where B wins/ties/loses against A",
             ]
         )
@@ -215,7 +270,9 @@ class Report:
         return self.to_table()
 
     def to_markdown(self) -> str:
-        """The same tables as :meth:`to_table`, as Markdown pipe tables."""
+        """The same tables as :meth:`to_table`, as Markdown pipe tables; names are escaped
+        (``|``, backslash and inline markup with a backslash, ``& < >`` as entities, a line
+        break as ``<br>``), so that no name adds a column or reads as markup or HTML."""
 
         def pipe(header: list[str], rows: list[list[str]]) -> str:
             lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -223,9 +280,8 @@ class Report:
 
         return "\n\n".join(
             [
-                self._settings_line() + ".",
-                pipe(["system", *self.metrics], self._mean_rows()),
-                pipe(self._pair_header(), self._pair_rows()),
+                self._settings_line(_markdown) + ".",
+                *(pipe(header, rows) for header, rows in self._tables(_markdown)),
                 f"\\* adjusted p ({self.tests[0]}) < {self.alpha:g}; d = paired Cohen's d; "
                 "W/T/L = queries where B wins/ties/loses against A.",
             ]
@@ -234,11 +290,14 @@ class Report:
     def to_latex(self, label: str = "tab:compare", digits: int = 4) -> str:
         """A booktabs table of the means, best value per metric bold, significance as superscripts.
 
-        Each system gets a letter; a value carries the letters of the systems it is
-        significantly better than (first test, adjusted p < alpha), which the caption explains.
-        Needs ``\\usepackage{booktabs}``.
+        Each system gets a letter (past 26 systems: aa, ab...; the marks of a value are then
+        separated by commas); a value carries the letters of the systems it is significantly
+        better than (first test, adjusted p < alpha), which the caption explains. Names are
+        escaped (LaTeX's specials; a line break becomes a space). Needs ``\\usepackage{booktabs}``.
         """
-        letters = {s: string.ascii_lowercase[i % 26] for i, s in enumerate(self.systems)}
+        letters = {s: _marker(i) for i, s in enumerate(self.systems)}
+        order = {letter: i for i, letter in enumerate(letters.values())}
+        joiner = "," if len(self.systems) > 26 else ""
         means = self.means()
         beats: dict[tuple[str, str], list[str]] = {}
         for c in self.comparisons:
@@ -262,9 +321,9 @@ class Report:
                 cell = f"{means[s][m]:.{digits}f}"
                 if means[s][m] == best[m]:
                     cell = r"\textbf{" + cell + "}"
-                marks = sorted(beats.get((s, m), []))
+                marks = sorted(beats.get((s, m), []), key=order.__getitem__)
                 if marks:
-                    cell += "$^{" + "".join(marks) + "}$"
+                    cell += "$^{" + joiner.join(marks) + "}$"
                 cells.append(cell)
             lines.append(f"({letters[s]}) {_latex_escape(s)} & " + " & ".join(cells) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]

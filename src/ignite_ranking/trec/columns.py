@@ -24,8 +24,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from itertools import chain
+import reprlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from itertools import chain, islice
 from operator import methodcaller
 from struct import error as StructError
 from struct import pack_into
@@ -34,7 +35,16 @@ import numpy as np
 
 from .io import _PAD, Qrels, _as_bytes, _gather
 
-__all__ = ["FIELDS", "DictQrels", "columns", "doc_ids", "query_dicts", "str_keyed_columns"]
+__all__ = [
+    "FIELDS",
+    "DictQrels",
+    "bad_entry",
+    "columns",
+    "dict_entries",
+    "doc_ids",
+    "query_dicts",
+    "str_keyed_columns",
+]
 
 #: The columns ir_measures names: (query, document, value) of qrels and of runs.
 FIELDS = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
@@ -76,15 +86,69 @@ def _joined(ids: Iterable) -> bytes:
 
 
 def query_dicts(data: Mapping, name: str) -> list[Mapping]:
-    """The per-query dicts of a dict of dicts; a TypeError names ``name`` where one is not a dict."""
+    """The per-query dicts of a dict of dicts; a TypeError names ``name`` and the query where one
+    is not a dict."""
     queries = list(data.values())
-    bad = next((e for e in queries if type(e) is not dict and not isinstance(e, Mapping)), None)
+    bad = next((i for i, e in enumerate(queries) if type(e) is not dict and not isinstance(e, Mapping)), None)
     if bad is not None:
+        qid = next(islice(data, bad, None))
         raise TypeError(
-            f"{name}: a dict of dicts maps each query id to a dict of document id -> value, "
-            f"got a {type(bad).__name__} for a query"
+            f"{name}: a dict of dicts maps each query id to a dict of document id -> value; "
+            f"query {qid!r} maps to {_shown(queries[bad])}"
         )
     return queries
+
+
+def _shown(value: object) -> str:
+    """A value as a message shows what was received: its type and a short repr."""
+    return "None" if value is None else f"{type(value).__name__} {reprlib.repr(value)}"
+
+
+def bad_entry(name: str, entries: Iterable[tuple]) -> ValueError | None:
+    """The error naming the first ``(query, document, value)`` of ``entries`` whose value is None
+    or refused by numpy's float64 conversion (or NaN, in a run), or None if none is."""
+    what = "score" if name == "run" else "relevance grade"
+    for qid, doc, value in entries:
+        if value is None:
+            got = "None"
+        else:
+            try:
+                number = np.fromiter((value,), np.float64, 1)[0]
+            except (TypeError, ValueError, OverflowError):
+                # an int numpy refuses is one beyond float64's range
+                got = (
+                    f"an int beyond float64's range ({value.bit_length()} bits)"
+                    if isinstance(value, int)
+                    else _shown(value)
+                )
+            else:
+                if not (name == "run" and np.isnan(number)):
+                    continue
+                got = "NaN"
+        return ValueError(
+            f"{name}: query {qid!r}, document {doc!r}: the {what} must be a number "
+            f"(int, float or numeric str), got {got}"
+        )
+    return None
+
+
+def _numbers(name: str, convert: Callable[[], np.ndarray], entries: Callable[[], Iterable[tuple]]):
+    """``convert()``, the float64 values; where it fails or gives NaN, the error of
+    :func:`bad_entry` on ``entries()`` (the entries are walked only then)."""
+    try:
+        values = convert()
+    except (TypeError, ValueError, OverflowError) as err:
+        raise (bad_entry(name, entries()) or err) from None
+    if np.isnan(values).any():
+        error = bad_entry(name, entries())
+        if error is not None:
+            raise error
+    return values
+
+
+def dict_entries(qids: Iterable, queries: Iterable[Mapping]) -> Iterator[tuple]:
+    """``(query, document, value)`` of each query's dict, for :func:`bad_entry`."""
+    return ((qid, doc, value) for qid, docs in zip(qids, queries, strict=True) for doc, value in docs.items())
 
 
 def str_keyed_columns(
@@ -116,7 +180,7 @@ def str_keyed_columns(
                 packed = False
         start += count
     if not packed:
-        values = _values(queries, len(values))
+        values = _values(data, name, queries, len(values))
     # Kept as an object array: its slices are views, and the garbage collector, which would
     # visit every id of a list at each collection of its generation, does not track it.
     return [str(q) for q in data], _codes(counts), None, values, ids
@@ -158,12 +222,16 @@ def _dict_columns(data: Mapping, name: str, queries: list | None = None):
     queries = query_dicts(data, name) if queries is None else queries
     counts = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
     total = int(counts.sum())
-    return [str(q) for q in data], _codes(counts), doc_ids(_Chained(queries, total)), _values(queries, total)
+    docs = doc_ids(_Chained(queries, total))
+    return [str(q) for q in data], _codes(counts), docs, _values(data, name, queries, total)
 
 
-def _values(queries: list[Mapping], total: int) -> np.ndarray:
-    """The dicts' values, one after another, as float64."""
-    return np.fromiter(chain.from_iterable(map(methodcaller("values"), queries)), np.float64, count=total)
+def _values(data: Mapping, name: str, queries: list[Mapping], total: int) -> np.ndarray:
+    """The dicts' values, one after another, as float64 (see :func:`_numbers`)."""
+    listed = chain.from_iterable(map(methodcaller("values"), queries))
+    return _numbers(
+        name, lambda: np.fromiter(listed, np.float64, count=total), lambda: dict_entries(data, queries)
+    )
 
 
 def _codes(counts: np.ndarray) -> np.ndarray:
@@ -188,7 +256,12 @@ def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
             )
         codes, uniques = pd.factorize(data[fields[0]])
         docs = doc_ids(data[fields[1]].tolist())
-        return [str(q) for q in uniques], codes.astype(np.int32), docs, data[fields[2]].to_numpy(np.float64)
+        values = _numbers(
+            name,
+            lambda: data[fields[2]].to_numpy(np.float64),
+            lambda: zip(*(data[f] for f in fields), strict=True),
+        )
+        return [str(q) for q in uniques], codes.astype(np.int32), docs, values
     index: dict = {}
     codes, ids, values = [], [], []
     for row in data:
@@ -196,4 +269,10 @@ def columns(data, name: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
         ids.append(getattr(row, fields[1]))
         values.append(getattr(row, fields[2]))
     qids = [str(q) for q in index]
-    return qids, np.asarray(codes, dtype=np.int32), doc_ids(ids), np.asarray(values, np.float64)
+    keys = list(index)
+    numbers = _numbers(
+        name,
+        lambda: np.asarray(values, np.float64),
+        lambda: zip(map(keys.__getitem__, codes), ids, values, strict=True),
+    )
+    return qids, np.asarray(codes, dtype=np.int32), doc_ids(ids), numbers

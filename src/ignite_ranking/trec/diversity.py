@@ -35,7 +35,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,6 +107,10 @@ class DiversityMeasure:
 
     @property
     def is_count(self) -> bool:
+        return False
+
+    @property
+    def is_text(self) -> bool:
         return False
 
 
@@ -198,7 +202,7 @@ def _docno_codes(docno: np.ndarray) -> np.ndarray:
 
 def evaluate_diversity(
     qrels: DiversityQrels,
-    run: Run,
+    run: Run | Mapping,
     metrics: Sequence[str | DiversityMeasure],
     *,
     relevance_level: int = 1,
@@ -210,7 +214,9 @@ def evaluate_diversity(
 
     Args:
         qrels: subtopic judgements, from :func:`~ignite_ranking.trec.io.read_diversity_qrels`.
-        run: the run, from :func:`~ignite_ranking.trec.io.read_run`.
+        run: the run, from :func:`~ignite_ranking.trec.io.read_run`, or a dict of dicts
+            ``{query id: {document id: score}}`` (read as
+            :func:`~ignite_ranking.trec.columns.columns` reads it).
         metrics: diversity measure names, e.g. ``["alpha_nDCG@20", "ERR-IA@20", "NRBP"]``.
         relevance_level: a judgement is relevant iff ``rel >= relevance_level`` (default 1).
         score_precision: ``"float64"`` (ndeval) or ``"float32"`` (scores rounded first).
@@ -223,8 +229,9 @@ def evaluate_diversity(
     Raises:
         ValueError: an unknown measure, a document twice in a query of the run, a judgement
             twice in the qrels, or no query to evaluate.
+        TypeError: qrels that are not subtopic qrels, a run neither a Run nor a dict of dicts.
     """
-    from .evaluate import EvaluationResult, _summaries
+    from .evaluate import EvaluationResult, _run_columns, _summaries
 
     measures = parse_diversity_measures(metrics)
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
@@ -235,8 +242,16 @@ def evaluate_diversity(
         raise ValueError(f"score_precision must be 'float64' or 'float32', got {score_precision!r}")
     if not isinstance(qrels, DiversityQrels):
         raise TypeError(
-            f"diversity measures need subtopic qrels (DiversityQrels, read_diversity_qrels), got "
-            f"{type(qrels).__name__}"
+            "diversity measures need subtopic qrels: a DiversityQrels from read_diversity_qrels (or, "
+            "through the ir_measures provider, records or a DataFrame whose iteration is the "
+            f"subtopic), got {type(qrels).__name__}"
+        )
+    if isinstance(run, Mapping):
+        run = _run_columns(run)
+    elif not isinstance(run, Run):
+        raise TypeError(
+            f"run must be a Run (read_run) or a dict of dicts {{query id: {{document id: score}}}}, "
+            f"got {type(run).__name__}"
         )
 
     index = {q: i for i, q in enumerate(qrels.qids)}

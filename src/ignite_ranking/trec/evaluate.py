@@ -181,7 +181,9 @@ def evaluate(
     """Evaluates ``run`` against ``qrels``; see the module docstring for the rules.
 
     Args:
-        qrels: judgements, from :func:`~ignite_ranking.trec.io.read_qrels`.
+        qrels: judgements, from :func:`~ignite_ranking.trec.io.read_qrels` (or
+            :func:`~ignite_ranking.trec.io.read_diversity_qrels`); other forms are refused with a
+            TypeError (dicts of dicts go through :mod:`ignite_ranking.ir_measures`).
         run: the run, from :func:`~ignite_ranking.trec.io.read_run`, or a dict of dicts
             ``{query id: {document id: score}}`` (ir_measures' form; with ``str`` ids and
             ``ties="trec"`` it is ranked at its judged documents only, see
@@ -203,7 +205,7 @@ def evaluate(
         batch_size: at most this many queries per padded batch (fewer when that gives each thread
             several batches).
         progress: show a tqdm progress bar on stderr.
-        num_threads: torch intra-op threads while ranking and scoring (restored afterwards);
+        num_threads: torch intra-op threads (>= 1) while ranking and scoring (restored afterwards);
             None keeps torch's setting. One is the default because each batch's tensor ops are
             too small to repay OpenMP's synchronisation: on a busy 2-core machine, torch's
             default of two threads made evaluation twice as slow.
@@ -213,10 +215,21 @@ def evaluate(
     :func:`~ignite_ranking.trec.diversity.evaluate_diversity` (ndeval's rules).
 
     Raises:
-        ValueError: an unknown measure, tie policy or precision, duplicates, or no query to
-            evaluate.
+        ValueError: an unknown measure, tie policy or precision, duplicates, a score that is not
+            a number, or no query to evaluate.
+        TypeError: qrels that are not a :class:`~ignite_ranking.trec.io.Qrels`.
     """
     names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not isinstance(qrels, Qrels):
+        raise TypeError(
+            "qrels must be a Qrels from read_qrels (a DiversityQrels from read_diversity_qrels for "
+            "diversity measures); a dict of dicts, DataFrame or ir_measures records go through the "
+            f"ir_measures provider (ignite_ranking.ir_measures), got {type(qrels).__name__}"
+        )
+    if num_threads is not None and (
+        isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1
+    ):
+        raise ValueError(f"num_threads must be None or an int >= 1, got {num_threads!r}")
     if isinstance(qrels, DiversityQrels) or any(map(is_diversity_measure, names)):
         if ties != "trec" or judged_only is not False:
             raise ValueError("diversity measures take ties='trec' (ndeval's order) and no judged_only")

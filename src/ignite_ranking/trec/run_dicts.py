@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..kernels import RankedBatch
-from .columns import query_dicts
+from .columns import bad_entry, dict_entries, query_dicts
 from .grid import segments
 from .io import Qrels
 from .judgements import NOT_IN_POOL, PADDING, UNJUDGED, index_judgements
@@ -121,14 +121,14 @@ class DictQueries:
         else:
             ids = _as_str(self.docno[rows])  # decoded here, on the worker threads
             keys = [ids[end - n : end] for end, n in zip(ends.tolist(), entries.tolist(), strict=True)]
-        both = _read_scores(runs, keys, int(scored.sum() + entries.sum()))
+        qids = [self.qids[q] for q in qs.tolist()]
+        both = _read_scores(qids, runs, keys, int(scored.sum() + entries.sum()))
         if self.precision == "float32":  # compared (and sorted, twice as fast) as float32: the same order
             both = both.astype(np.float32)
         is_score = np.repeat(np.tile([True, False], len(qs)), np.column_stack((scored, entries)).ravel())
         values, judged_scores = both[is_score], both[~is_score]
-        if np.isnan(values).any():
-            row = np.searchsorted(np.cumsum(scored), np.flatnonzero(np.isnan(values))[0], side="right")
-            raise ValueError(f"run: query {self.qids[qs[row]]!r} has a NaN score; scores must be numbers")
+        if np.isnan(values).any():  # None or NaN
+            raise bad_entry("run", dict_entries(qids, runs))
         grades = np.zeros(entry_cells.shape, dtype=np.int64)
         grades[entry_cells] = self.grades[rows]
         rank = np.full(entry_cells.shape, -1, dtype=np.int64)  # 0-based; -1: not retrieved
@@ -165,8 +165,9 @@ class DictQueries:
         return out
 
 
-def _read_scores(runs: list[Mapping], keys: list, count: int) -> np.ndarray:
-    """Each query's scores, then its judged documents' (NaN where it lacks one), as float64.
+def _read_scores(qids: list[str], runs: list[Mapping], keys: list, count: int) -> np.ndarray:
+    """Each query's scores, then its judged documents' (NaN where it lacks one), as float64; a
+    score numpy will not take as float64 is refused naming its query (``qids``) and document.
 
     The judged documents are looked up while their query's dict is still in cache (about twice
     as fast as a second pass). Each query is packed by ``struct`` (its scores as one call's
@@ -181,9 +182,11 @@ def _read_scores(runs: list[Mapping], keys: list, count: int) -> np.ndarray:
             pack_into(f"{size}d", out, offset, *docs.values(), *map(docs.get, ids, repeat(math.nan)))
             offset += 8 * size
     except (StructError, TypeError, OverflowError):
-        return np.fromiter(
-            chain.from_iterable(chain.from_iterable(map(_scores_then_judged, runs, keys))), np.float64, count
-        )
+        listed = chain.from_iterable(chain.from_iterable(map(_scores_then_judged, runs, keys)))
+        try:
+            return np.fromiter(listed, np.float64, count)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise (bad_entry("run", dict_entries(qids, runs)) or err) from None
     return out
 
 
