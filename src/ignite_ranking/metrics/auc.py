@@ -57,6 +57,7 @@ class AUC(SingleValueMetric):
     """
 
     name = "auc"
+    value_range = (0.0, 1.0)
     keeps = "queries with a relevant and a judged non-relevant item"
     count_rule = "had both a judged item below and one at or above relevance_threshold"
     empty_rule = "lacks a judged item below relevance_threshold={threshold:g} or one at or above it"

@@ -33,6 +33,7 @@ class MAP(RankingMetric):
 
     needs_counts = True
     name = "map"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
     needs_labels = False
 

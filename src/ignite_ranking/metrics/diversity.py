@@ -210,6 +210,7 @@ class ERRIA(SubtopicMetric):
     """
 
     name = "err_ia"
+    value_range = (0.0, 1.0)
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
     def __init__(self, top_k: int | list[int], alpha: float = 0.5, **kwargs):
@@ -237,6 +238,7 @@ class NRBP(SubtopicMetric):
     """
 
     name = "nrbp"
+    value_range = (0.0, 1.0)
     takes_top_k = False
     whole_row = True
     _settings_keys = (*RankingMetric._settings_keys, "alpha", "beta")
@@ -264,6 +266,7 @@ class PrecisionIA(SubtopicMetric):
     """
 
     name = "p_ia"
+    value_range = (0.0, 1.0)
     cutoff_tail = "divide"
 
     def __init__(self, top_k: int | list[int], **kwargs):
@@ -290,6 +293,7 @@ class SubtopicRecall(SubtopicMetric):
     """
 
     name = "strec"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
 
     def __init__(self, top_k: int | list[int], **kwargs):

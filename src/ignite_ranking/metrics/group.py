@@ -337,8 +337,30 @@ class RankingMetrics(MetricGroup):
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
-        super()._load_state_dict_per_rank(state_dict)
-        self._held = held_from_state(state_dict)
+        # Every member's state and the held rows are checked before any member is loaded.
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
+        saved = state_dict.get("metrics")
+        if not isinstance(saved, Mapping):
+            raise ValueError(
+                "state_dict['metrics'] must map each member's name to its state, as "
+                f"RankingMetrics.state_dict() saves it; got {type(saved).__name__}."
+            )
+        if set(saved) != set(self.metrics):
+            raise ValueError(
+                f"state_dict['metrics'] holds the states of members {list(saved)}; this group's "
+                f"members are {list(self.metrics)}. Load it into a group of the same members."
+            )
+        checked = {}
+        for name, metric in self.metrics.items():
+            try:
+                checked[name] = metric._checked_state(saved[name])
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"metric {name!r}: {error}") from None
+        held = held_from_state(state_dict)
+        for name, metric in self.metrics.items():
+            metric._assign_state(checked[name])
+        self._held = held
 
 
 def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: object) -> None:

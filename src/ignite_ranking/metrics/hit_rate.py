@@ -37,6 +37,7 @@ class HitRate(RankingMetric):
     """
 
     name = "hit_rate"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
     needs_labels = False
 

@@ -40,6 +40,7 @@ class Bpref(SingleValueMetric):
     """
 
     name = "bpref"
+    value_range = (0.0, 1.0)
     without_average = "is not defined under ties='average'"
     whole_row = True
     needs_counts = True
@@ -76,6 +77,7 @@ class Judged(RankingMetric):
     """
 
     name = "judged"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
     zero_without_hits = False
 

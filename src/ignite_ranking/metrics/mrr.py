@@ -101,6 +101,7 @@ class MRR(RankingMetric):
     """
 
     name = "mrr"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
     needs_labels = False
 

@@ -50,6 +50,7 @@ class Precision(RankingMetric):
     """
 
     name = "precision"
+    value_range = (0.0, 1.0)
     needs_labels = False
 
     def __init__(

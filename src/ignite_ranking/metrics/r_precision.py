@@ -32,6 +32,7 @@ class RPrecision(SingleValueMetric):
     """
 
     name = "r_precision"
+    value_range = (0.0, 1.0)
     needs_labels = False
     covers_relevant = True
 

@@ -33,6 +33,7 @@ class Recall(RankingMetric):
 
     needs_counts = True
     name = "recall"
+    value_range = (0.0, 1.0)
     cutoff_tail = "repeat"
     needs_labels = False
 
