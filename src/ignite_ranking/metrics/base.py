@@ -203,7 +203,9 @@ class RankingMetric(Metric):
     measures), so that a group does not ask it to share ``relevance_threshold``.
     ``needs_levels`` asks for the ideal ranking's runs of equal labels (``Ranking(runs=True)``).
     :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
-    item statistics) before any state changes, also in a group.
+    item statistics) before any state changes, also in a group. ``value_range`` bounds the
+    per-query values where the metric's definition does (``load_state_dict`` refuses sums that
+    its count of such values cannot give; :mod:`ignite_ranking.metrics.state`).
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query

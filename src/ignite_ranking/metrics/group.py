@@ -32,6 +32,7 @@ from .base import (
 from .diversity import SubtopicMetric
 from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
+from .state import check_tensors
 
 __all__ = ["RankingMetrics"]
 
@@ -357,6 +358,7 @@ class RankingMetrics(MetricGroup):
                 checked[name] = metric._checked_state(saved[name])
             except (TypeError, ValueError) as error:
                 raise type(error)(f"metric {name!r}: {error}") from None
+        check_tensors(state_dict)
         held = held_from_state(state_dict)
         for name, metric in self.metrics.items():
             metric._assign_state(checked[name])

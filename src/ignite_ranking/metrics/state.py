@@ -1,16 +1,15 @@
 """Checks of a saved state, made before any of it is loaded.
 
-:meth:`RankingMetric.load_state_dict <ignite_ranking.MRR.load_state_dict>` (and a group's, for
-all its members) first checks every entry against what the metric's own updates can produce,
-then assigns them all, so that a refused state leaves the metric exactly as it was:
+``load_state_dict`` (a metric's, and a group's for all its members) first checks every entry
+against what the metric's own updates can produce, then assigns them all, so that a refused
+state leaves the metric exactly as it was (docs: contract, "state checks"):
 
 - every tensor is a dense tensor with data (not on the ``meta`` device);
 - the count is an integer in ``[0, 2**63)``;
 - the limbs are carried (each fraction limb in ``[0, 2**32)``), and each sum is what ``count``
-  values can give: values in the metric's ``value_range`` (``[0, 1]`` for most, see
-  :attr:`~ignite_ranking.metrics.base.RankingMetric.value_range`), their squares in
-  ``[0, max(low**2, high**2)]``, up to 2**-40 a query for rounding, and no flag; without a
-  known range, values below 2**31 in magnitude (squares in ``[0, 2**31)``) and at most ``count``
+  values can give: values in the metric's ``value_range`` (``[0, 1]`` for most), their squares
+  in ``[0, max(low**2, high**2)]``, to within 2**-40 a query for rounding, and no flag; without
+  a declared range, values below 2**31 in magnitude (squares below 2**31) and at most ``count``
   flags;
 - per-query values: one row per counted query, in the range, with unique integer keys.
 """
@@ -47,7 +46,7 @@ class PerQueryState:
 
 @dataclass(frozen=True)
 class LoadedState:
-    """A checked state, ready to be assigned: nothing of it has been checked only in part."""
+    """A state whose every entry has been checked, ready to be assigned."""
 
     sums: torch.Tensor
     count: int
