@@ -56,8 +56,8 @@ class AUC(SingleValueMetric):
         [1.0, 0.6667]
     """
 
-    name = "auc"
     value_range = (0.0, 1.0)
+    name = "auc"
     keeps = "queries with a relevant and a judged non-relevant item"
     count_rule = "had both a judged item below and one at or above relevance_threshold"
     empty_rule = "lacks a judged item below relevance_threshold={threshold:g} or one at or above it"

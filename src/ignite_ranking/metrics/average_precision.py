@@ -32,8 +32,8 @@ class MAP(RankingMetric):
     """
 
     needs_counts = True
-    name = "map"
     value_range = (0.0, 1.0)
+    name = "map"
     cutoff_tail = "repeat"
     needs_labels = False
 

@@ -254,14 +254,14 @@ class RankingMetric(Metric):
     cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
-    # The range of every per-query value where the metric's definition bounds it, (low, high),
-    # else None (any value below 2**31 in magnitude, or flagged); a loaded state's sums must be
-    # what its count of such values can give (see ignite_ranking.metrics.state).
-    value_range: tuple[float, float] | None = None
     required_output_keys = ("y_pred", "y")
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
     _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
+    # The range of every per-query value where the metric's definition bounds it, (low, high),
+    # else None (any value below 2**31 in magnitude, or flagged); a loaded state's sums must be
+    # what its count of such values can give (see ignite_ranking.metrics.state).
+    value_range: tuple[float, float] | None = None
 
     def __init__(
         self,

@@ -209,8 +209,8 @@ class ERRIA(SubtopicMetric):
         0.5938
     """
 
-    name = "err_ia"
     value_range = (0.0, 1.0)
+    name = "err_ia"
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
     def __init__(self, top_k: int | list[int], alpha: float = 0.5, **kwargs):
@@ -237,8 +237,8 @@ class NRBP(SubtopicMetric):
         0.5625
     """
 
-    name = "nrbp"
     value_range = (0.0, 1.0)
+    name = "nrbp"
     takes_top_k = False
     whole_row = True
     _settings_keys = (*RankingMetric._settings_keys, "alpha", "beta")
@@ -265,8 +265,8 @@ class PrecisionIA(SubtopicMetric):
         [0.5, 0.3]
     """
 
-    name = "p_ia"
     value_range = (0.0, 1.0)
+    name = "p_ia"
     cutoff_tail = "divide"
 
     def __init__(self, top_k: int | list[int], **kwargs):
@@ -292,8 +292,8 @@ class SubtopicRecall(SubtopicMetric):
         [0.5, 1.0]
     """
 
-    name = "strec"
     value_range = (0.0, 1.0)
+    name = "strec"
     cutoff_tail = "repeat"
 
     def __init__(self, top_k: int | list[int], **kwargs):

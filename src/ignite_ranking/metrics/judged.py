@@ -39,8 +39,8 @@ class Bpref(SingleValueMetric):
         0.5
     """
 
-    name = "bpref"
     value_range = (0.0, 1.0)
+    name = "bpref"
     without_average = "is not defined under ties='average'"
     whole_row = True
     needs_counts = True
@@ -76,8 +76,8 @@ class Judged(RankingMetric):
         [0.5, 0.75]
     """
 
-    name = "judged"
     value_range = (0.0, 1.0)
+    name = "judged"
     cutoff_tail = "repeat"
     zero_without_hits = False
 

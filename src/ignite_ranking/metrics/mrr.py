@@ -100,8 +100,8 @@ class MRR(RankingMetric):
         [0.0, 0.5, 0.5, 0.5]
     """
 
-    name = "mrr"
     value_range = (0.0, 1.0)
+    name = "mrr"
     cutoff_tail = "repeat"
     needs_labels = False
 

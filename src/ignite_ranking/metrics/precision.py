@@ -49,8 +49,8 @@ class Precision(RankingMetric):
         0.5833
     """
 
-    name = "precision"
     value_range = (0.0, 1.0)
+    name = "precision"
     needs_labels = False
 
     def __init__(

@@ -31,8 +31,8 @@ class RPrecision(SingleValueMetric):
         0.5
     """
 
-    name = "r_precision"
     value_range = (0.0, 1.0)
+    name = "r_precision"
     needs_labels = False
     covers_relevant = True
 

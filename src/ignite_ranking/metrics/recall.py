@@ -32,8 +32,8 @@ class Recall(RankingMetric):
     """
 
     needs_counts = True
-    name = "recall"
     value_range = (0.0, 1.0)
+    name = "recall"
     cutoff_tail = "repeat"
     needs_labels = False
 
