@@ -314,3 +314,20 @@ def test_float_states_of_older_versions_load_within_the_range(metric, sums, coun
     state = {"_sum_per_k": torch.tensor(sums, dtype=torch.float64), "_num_examples": count}
     metric.load_state_dict({"__metric_state_per_rank": [{**state, "_settings": metric.settings()}]})
     assert metric.compute() == expected
+
+
+@pytest.mark.parametrize("name", ["diversity", "coverage", "group_of_coverage"])
+def test_held_rows_are_refused_by_a_metric_without_the_flat_form(name):
+    make = (
+        (lambda: RankingMetrics(mrr=MRR([1]), coverage=Coverage([2], num_items=6)))
+        if name == "group_of_coverage"
+        else BUILDERS[name]
+    )
+    metric = make()
+    metric.update((Y_PRED, SUBTOPICS if name == "diversity" else Y))
+    saved = metric.state_dict()
+    _held(torch.rand(2), torch.ones(2), torch.tensor([4, 4]))(name, saved)
+    before = _snapshot(metric.state_dict())
+    with pytest.raises(ValueError, match="held-back rows of the flat form"):
+        metric.load_state_dict(saved)
+    assert _snapshot(metric.state_dict()) == before

@@ -426,6 +426,12 @@ class RankingMetric(Metric):
         )
 
     @property
+    def takes_flat(self) -> bool:
+        """Whether updates take the flat form (and so may hold back its last query's rows): not
+        for the metrics that read item ids, which flat rows do not name."""
+        return not self.needs_items
+
+    @property
     def reads_labels(self) -> bool:
         """Whether the ranked labels are read (gains, or the condensed judged-only list)."""
         return self.needs_labels or self.judged_only
@@ -867,7 +873,13 @@ class RankingMetric(Metric):
                     "metric's state_dict() returned."
                 )
             per_query = loaded_per_query(state_dict, self.num_values, count, self.value_range)
-        return LoadedState(sums, count, per_query, held_from_state(state_dict))
+        held = held_from_state(state_dict)
+        if held is not None and not self.takes_flat:
+            raise ValueError(
+                f"state_dict holds held-back rows of the flat form, which {type(self).__name__} does "
+                "not take; it is not a saved state of this metric."
+            )
+        return LoadedState(sums, count, per_query, held)
 
     def _assign_state(self, state: LoadedState) -> None:
         """Loads a state that :meth:`_checked_state` returned (nothing here can fail)."""

@@ -118,6 +118,8 @@ class SubtopicMetric(RankingMetric):
         metric.__dict__["_explicit"] = (metric.__dict__["_explicit"] - {"kwargs"}) | set(kwargs)
         return metric
 
+    takes_flat = False
+
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int] | None) -> torch.Tensor:
         """Per-query values ``(batch, len(cutoffs))`` of a ranked subtopic batch."""
         raise NotImplementedError

@@ -360,6 +360,12 @@ class RankingMetrics(MetricGroup):
                 raise type(error)(f"metric {name!r}: {error}") from None
         check_tensors(state_dict)
         held = held_from_state(state_dict)
+        readers = [name for name, metric in self.metrics.items() if not metric.takes_flat]
+        if held is not None and readers:
+            raise ValueError(
+                f"state_dict holds held-back rows of the flat form, which this group does not take "
+                f"(its members {readers} read item ids); it is not a saved state of this group."
+            )
         for name, metric in self.metrics.items():
             metric._assign_state(checked[name])
         self._held = held
