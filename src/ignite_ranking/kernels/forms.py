@@ -859,14 +859,36 @@ def held_to_state(held: FlatRows | None) -> OrderedDict:
 
 
 def held_from_state(state_dict: Mapping) -> FlatRows | None:
-    """The held-back rows of a state_dict (None if it holds none, as in states saved before them)."""
-    if not all(key in state_dict for key in HELD_KEYS):
+    """The held-back rows of a state_dict (copies; None if it holds none, as in states saved
+    before them), refusing rows that no update holds back: the flat form's rows of one query."""
+    present = [key for key in HELD_KEYS if key in state_dict]
+    if not present:
         return None
-    rows = [torch.as_tensor(state_dict[key]) for key in HELD_KEYS]
-    if len({tuple(r.shape) for r in rows}) != 1 or rows[0].ndim != 1:
+    if len(present) < len(HELD_KEYS):
+        raise ValueError(f"state_dict holds {present} of the held-back rows {list(HELD_KEYS)}, not all.")
+    rows = [state_dict[key] for key in HELD_KEYS]
+    for key, row in zip(HELD_KEYS, rows, strict=True):
+        if not isinstance(row, torch.Tensor):
+            raise TypeError(f"state_dict[{key!r}] must be a tensor, got {type(row).__name__}.")
+    if len({tuple(r.shape) for r in rows}) != 1 or rows[0].ndim != 1 or len({r.device for r in rows}) != 1:
         raise ValueError(
-            f"state_dict holds held-back rows {HELD_KEYS} of shapes {[tuple(r.shape) for r in rows]}."
+            f"state_dict holds held-back rows {HELD_KEYS} of shapes {[tuple(r.shape) for r in rows]} on "
+            f"devices {[str(r.device) for r in rows]}; expected 1-D tensors of one length on one device."
         )
-    if rows[0].numel() == 0:
+    preds, target, indexes = rows
+    if preds.numel() == 0:
         return None
-    return FlatRows(rows[0], rows[1], rows[2].to(torch.int64))
+    integral = not (indexes.is_floating_point() or indexes.is_complex()) and indexes.dtype != torch.bool
+    if preds.dtype not in _FLOAT_DTYPES or target.dtype not in _LABEL_DTYPES or not integral:
+        raise ValueError(
+            f"state_dict's held-back rows {HELD_KEYS} must be floating scores, real labels and integer "
+            f"query ids, got {preds.dtype}, {target.dtype} and {indexes.dtype}."
+        )
+    if bool(torch.isnan(preds).any()) or (target.is_floating_point() and bool(torch.isnan(target).any())):
+        raise ValueError("state_dict's held-back rows ('_held_preds', '_held_target') must not hold NaN.")
+    if bool((indexes != indexes[0]).any()):
+        raise ValueError(
+            f"state_dict['_held_indexes'] must name one query (an update holds back the rows of its "
+            f"last query only), got ids {indexes.unique()[:5].tolist()}."
+        )
+    return FlatRows(preds.detach().clone(), target.detach().clone(), indexes.detach().to(torch.int64).clone())

@@ -56,6 +56,7 @@ class AUC(SingleValueMetric):
         [1.0, 0.6667]
     """
 
+    value_range = (0.0, 1.0)
     name = "auc"
     keeps = "queries with a relevant and a judged non-relevant item"
     count_rule = "had both a judged item below and one at or above relevance_threshold"

@@ -32,6 +32,7 @@ class MAP(RankingMetric):
     """
 
     needs_counts = True
+    value_range = (0.0, 1.0)
     name = "map"
     cutoff_tail = "repeat"
     needs_labels = False

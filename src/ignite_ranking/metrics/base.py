@@ -6,7 +6,6 @@ import bisect
 import copy
 import inspect
 import math
-import numbers
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +28,6 @@ from ..kernels import (
 )
 from ..kernels.exact_sum import (
     LIMBS,
-    carry,
     carry_,
     from_floats,
     limb_means,
@@ -52,6 +50,7 @@ from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from ..kernels.ties import AskedCutoffs
 from .label_notes import LabelNotes
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
+from .state import LoadedState, check_limbs, check_tensors, loaded_count, loaded_per_query
 
 __all__ = [
     "AGGREGATIONS",
@@ -204,7 +203,9 @@ class RankingMetric(Metric):
     measures), so that a group does not ask it to share ``relevance_threshold``.
     ``needs_levels`` asks for the ideal ranking's runs of equal labels (``Ranking(runs=True)``).
     :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
-    item statistics) before any state changes, also in a group.
+    item statistics) before any state changes, also in a group. ``value_range`` bounds the
+    per-query values where the metric's definition does (``load_state_dict`` refuses sums that
+    its count of such values cannot give; :mod:`ignite_ranking.metrics.state`).
     ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
     without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
     all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
@@ -257,6 +258,10 @@ class RankingMetric(Metric):
     _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
     _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
+    # The range of every per-query value where the metric's definition bounds it, (low, high),
+    # else None (any value below 2**31 in magnitude, or flagged); a loaded state's sums must be
+    # what its count of such values can give (see ignite_ranking.metrics.state).
+    value_range: tuple[float, float] | None = None
 
     def __init__(
         self,
@@ -419,6 +424,12 @@ class RankingMetric(Metric):
             relevance=self.reads_relevance,
             scores=self.needs_scores,
         )
+
+    @property
+    def takes_flat(self) -> bool:
+        """Whether updates take the flat form (and so may hold back its last query's rows): not
+        for the metrics that read item ids, which flat rows do not name."""
+        return not self.needs_items
 
     @property
     def reads_labels(self) -> bool:
@@ -835,7 +846,11 @@ class RankingMetric(Metric):
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
-        # Every check comes first, so that a refused state leaves the metric as it was.
+        self._assign_state(self._checked_state(state_dict))
+
+    def _checked_state(self, state_dict: Mapping) -> LoadedState:
+        """What ``state_dict`` loads, every entry checked first (:mod:`~ignite_ranking.metrics.state`);
+        changes nothing, so that a refused state leaves the metric (or a group) as it was."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
         missing = [key for key in (*self._state_dict_all_req_keys, _SETTINGS) if key not in state_dict]
@@ -843,9 +858,12 @@ class RankingMetric(Metric):
             raise ValueError(
                 f"state_dict lacks {missing}; pass what {type(self).__name__}.state_dict() returned."
             )
+        check_tensors(state_dict)
         self._check_settings(state_dict[_SETTINGS])
+        count = loaded_count(state_dict["_num_examples"])
         sums = self._loaded_sums(state_dict["_sum_per_k"])
-        count = _loaded_count(state_dict["_num_examples"])
+        self._check_sums(sums, count)
+        per_query = None
         if self._keeps_values:
             kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
             if any(key not in state_dict for key in kept):
@@ -854,26 +872,29 @@ class RankingMetric(Metric):
                     "(per_query=True, or an aggregation other than 'mean'); pass what such a "
                     "metric's state_dict() returned."
                 )
-            values, keys = state_dict["_query_values"], state_dict["_query_keys"]
-            if not isinstance(values, torch.Tensor) or not isinstance(keys, torch.Tensor):
-                raise TypeError("state_dict['_query_values'] and ['_query_keys'] must be tensors.")
-            if values.ndim != 2 or values.shape[1] != self.num_values or keys.shape != (values.shape[0],):
-                raise ValueError(
-                    f"state_dict holds per-query values of shape {tuple(values.shape)} and keys of shape "
-                    f"{tuple(keys.shape)}; expected (n, {self.num_values}) and (n,)."
-                )
-        self._sum_per_k = sums.to(self._device)
-        self._num_examples = torch.tensor(count, dtype=torch.int64, device=self._device)
-        if self._keeps_values:
-            self._reset_per_query()
-            self._query_values = [values.to(torch.float64).clone()]
-            self._query_keys = [keys.to(torch.int64).clone()]
-            self._queries_arrived = int(state_dict["_queries_arrived"])
-            self._user_keys = state_dict["_user_keys"]
-        self._held = held_from_state(state_dict)
+            per_query = loaded_per_query(state_dict, self.num_values, count, self.value_range)
+        held = held_from_state(state_dict)
+        if held is not None and not self.takes_flat:
+            raise ValueError(
+                f"state_dict holds held-back rows of the flat form, which {type(self).__name__} does "
+                "not take; it is not a saved state of this metric."
+            )
+        return LoadedState(sums, count, per_query, held)
+
+    def _assign_state(self, state: LoadedState) -> None:
+        """Loads a state that :meth:`_checked_state` returned (nothing here can fail)."""
+        self._sum_per_k = state.sums.to(self._device)
+        self._num_examples = torch.tensor(state.count, dtype=torch.int64, device=self._device)
+        self._reset_per_query()
+        if state.per_query is not None:
+            self._query_values = [state.per_query.values]
+            self._query_keys = [state.per_query.keys]
+            self._queries_arrived = state.per_query.arrived
+            self._user_keys = state.per_query.user_keys
+        self._held = state.held
 
     def _loaded_sums(self, sums: object) -> torch.Tensor:
-        """The sums of a saved state as limbs, refusing a wrong type or shape.
+        """The sums of a saved state as limbs (a copy), refusing a wrong type or shape.
 
         A state saved before the sums were exact holds float64 sums, one per cutoff: they are
         converted (exactly, for sums whose bits stop at 2**-64, which covers every sum of values
@@ -897,9 +918,11 @@ class RankingMetric(Metric):
                 f"one row per cutoff (and per cutoff's squares under confidence), got {sums.dtype} "
                 f"of shape {tuple(sums.shape)}."
             )
-        if bool((sums[:, -1] < 0).any()):
-            raise ValueError("state_dict['_sum_per_k'] has a negative flag count; it is not a saved state.")
-        return carry(sums.detach().clone())
+        return sums.detach().clone()
+
+    def _check_sums(self, sums: torch.Tensor, count: int) -> None:
+        """Refuses loaded sums (of :meth:`_loaded_sums`) that ``count`` queries cannot give."""
+        check_limbs(sums, count, self.value_range, self.num_values)
 
     def _check_settings(self, saved: object) -> None:
         own = self.settings()
@@ -917,28 +940,6 @@ class RankingMetric(Metric):
                 f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
                 "metric built with the same arguments."
             )
-
-
-def _loaded_count(count: object) -> int:
-    """The query count of a saved state as an int, refusing anything but a non-negative integer."""
-    if isinstance(count, torch.Tensor):
-        integral = count.numel() == 1 and not count.is_floating_point() and not count.is_complex()
-        if not integral or count.dtype == torch.bool:
-            raise TypeError(
-                f"state_dict['_num_examples'] must be a non-negative integer, got a {count.dtype} "
-                f"tensor of shape {tuple(count.shape)}."
-            )
-        count = int(count.item())
-    elif isinstance(count, numbers.Integral) and not isinstance(count, bool):
-        count = int(count)
-    else:
-        raise TypeError(
-            f"state_dict['_num_examples'] must be a non-negative integer, got {count!r} of type "
-            f"{type(count).__name__}."
-        )
-    if count < 0:
-        raise ValueError(f"state_dict['_num_examples'] must be a non-negative integer, got {count}.")
-    return count
 
 
 def bounds_by_name(intervals: Mapping[str, tuple[float, float]]) -> dict[str, float]:

@@ -118,6 +118,8 @@ class SubtopicMetric(RankingMetric):
         metric.__dict__["_explicit"] = (metric.__dict__["_explicit"] - {"kwargs"}) | set(kwargs)
         return metric
 
+    takes_flat = False
+
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int] | None) -> torch.Tensor:
         """Per-query values ``(batch, len(cutoffs))`` of a ranked subtopic batch."""
         raise NotImplementedError
@@ -209,6 +211,7 @@ class ERRIA(SubtopicMetric):
         0.5938
     """
 
+    value_range = (0.0, 1.0)
     name = "err_ia"
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
@@ -236,6 +239,7 @@ class NRBP(SubtopicMetric):
         0.5625
     """
 
+    value_range = (0.0, 1.0)
     name = "nrbp"
     takes_top_k = False
     whole_row = True
@@ -263,6 +267,7 @@ class PrecisionIA(SubtopicMetric):
         [0.5, 0.3]
     """
 
+    value_range = (0.0, 1.0)
     name = "p_ia"
     cutoff_tail = "divide"
 
@@ -289,6 +294,7 @@ class SubtopicRecall(SubtopicMetric):
         [0.5, 1.0]
     """
 
+    value_range = (0.0, 1.0)
     name = "strec"
     cutoff_tail = "repeat"
 

@@ -81,6 +81,14 @@ class _Exposure(RankingMetric):
             raise ValueError("state_dict['_sum_per_k'] must hold non-negative item counts.")
         return sums.detach().to(torch.int64).clone()
 
+    def _check_sums(self, sums: torch.Tensor, count: int) -> None:
+        """Each item is in at most every one of the ``count`` lists (once a list)."""
+        if sums.numel() and int(sums.max()) > count:
+            raise ValueError(
+                f"state_dict['_sum_per_k'] holds an item count of {int(sums.max())}, more than the "
+                f"{count} lists of state_dict['_num_examples']; an item is counted once a list."
+            )
+
     def _counts(self) -> torch.Tensor:
         if self._num_examples.item() == 0:
             raise NotComputableError(f"{type(self).__name__} must have at least one query before compute().")

@@ -32,6 +32,7 @@ from .base import (
 from .diversity import SubtopicMetric
 from .label_notes import LabelNotes
 from .per_query import PerQuery, query_keys, split_extras
+from .state import check_tensors
 
 __all__ = ["RankingMetrics"]
 
@@ -337,8 +338,37 @@ class RankingMetrics(MetricGroup):
         return state
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
-        super()._load_state_dict_per_rank(state_dict)
-        self._held = held_from_state(state_dict)
+        # Every member's state and the held rows are checked before any member is loaded.
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
+        saved = state_dict.get("metrics")
+        if not isinstance(saved, Mapping):
+            raise ValueError(
+                "state_dict['metrics'] must map each member's name to its state, as "
+                f"RankingMetrics.state_dict() saves it; got {type(saved).__name__}."
+            )
+        if set(saved) != set(self.metrics):
+            raise ValueError(
+                f"state_dict['metrics'] holds the states of members {list(saved)}; this group's "
+                f"members are {list(self.metrics)}. Load it into a group of the same members."
+            )
+        checked = {}
+        for name, metric in self.metrics.items():
+            try:
+                checked[name] = metric._checked_state(saved[name])
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"metric {name!r}: {error}") from None
+        check_tensors(state_dict)
+        held = held_from_state(state_dict)
+        readers = [name for name, metric in self.metrics.items() if not metric.takes_flat]
+        if held is not None and readers:
+            raise ValueError(
+                f"state_dict holds held-back rows of the flat form, which this group does not take "
+                f"(its members {readers} read item ids); it is not a saved state of this group."
+            )
+        for name, metric in self.metrics.items():
+            metric._assign_state(checked[name])
+        self._held = held
 
 
 def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: object) -> None:

@@ -36,6 +36,7 @@ class HitRate(RankingMetric):
         [0.0, 1.0]
     """
 
+    value_range = (0.0, 1.0)
     name = "hit_rate"
     cutoff_tail = "repeat"
     needs_labels = False

@@ -39,6 +39,7 @@ class Bpref(SingleValueMetric):
         0.5
     """
 
+    value_range = (0.0, 1.0)
     name = "bpref"
     without_average = "is not defined under ties='average'"
     whole_row = True
@@ -75,6 +76,7 @@ class Judged(RankingMetric):
         [0.5, 0.75]
     """
 
+    value_range = (0.0, 1.0)
     name = "judged"
     cutoff_tail = "repeat"
     zero_without_hits = False

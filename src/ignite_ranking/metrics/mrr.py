@@ -100,6 +100,7 @@ class MRR(RankingMetric):
         [0.0, 0.5, 0.5, 0.5]
     """
 
+    value_range = (0.0, 1.0)
     name = "mrr"
     cutoff_tail = "repeat"
     needs_labels = False

@@ -43,6 +43,11 @@ class NDCG(RankingMetric):
     needs_ideal = True
     _settings_keys = (*RankingMetric._settings_keys, "gain_function")
 
+    @property
+    def value_range(self) -> tuple[float, float] | None:
+        """[0, 1] while relevant labels cannot be negative (``relevance_threshold >= 0``)."""
+        return (0.0, 1.0) if self.relevance_threshold >= 0 else None
+
     def __init__(
         self,
         top_k: int | list[int],

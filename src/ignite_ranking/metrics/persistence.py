@@ -17,6 +17,7 @@ class _Persistent(RankingMetric):
 
     cutoff_tail = "repeat"
     _settings_keys = (*RankingMetric._settings_keys, "p")
+    value_range = (0.0, 1.0)
 
     def __init__(
         self,
@@ -142,6 +143,11 @@ class ERR(RankingMetric):
     name = "err"
     without_average = "is not defined under ties='average'"
     _settings_keys = (*RankingMetric._settings_keys, "max_grade")
+
+    @property
+    def value_range(self) -> tuple[float, float] | None:
+        """[0, 1] while relevant labels cannot be negative (``relevance_threshold >= 0``)."""
+        return (0.0, 1.0) if self.relevance_threshold >= 0 else None
 
     def __init__(
         self,

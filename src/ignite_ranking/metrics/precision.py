@@ -49,6 +49,7 @@ class Precision(RankingMetric):
         0.5833
     """
 
+    value_range = (0.0, 1.0)
     name = "precision"
     needs_labels = False
 

@@ -31,6 +31,7 @@ class RPrecision(SingleValueMetric):
         0.5
     """
 
+    value_range = (0.0, 1.0)
     name = "r_precision"
     needs_labels = False
     covers_relevant = True

@@ -32,6 +32,7 @@ class Recall(RankingMetric):
     """
 
     needs_counts = True
+    value_range = (0.0, 1.0)
     name = "recall"
     cutoff_tail = "repeat"
     needs_labels = False

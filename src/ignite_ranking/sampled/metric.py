@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from ignite.exceptions import NotComputableError
@@ -267,21 +267,12 @@ class SampledMetrics(RankingMetric):
             raise ValueError("state_dict['_sum_per_k'] must hold non-negative counts.")
         return sums.detach().clone()
 
-    def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
-        if isinstance(state_dict, Mapping) and "_sum_per_k" in state_dict and "_num_examples" in state_dict:
-            sums, count = state_dict["_sum_per_k"], state_dict["_num_examples"]
-            comparable = (
-                isinstance(sums, torch.Tensor)
-                and sums.dtype == torch.int64
-                and isinstance(count, torch.Tensor)
-                and count.numel() == 1
+    def _check_sums(self, sums: torch.Tensor, count: int) -> None:
+        if int(sums.sum()) != count:
+            raise ValueError(
+                f"state_dict['_num_examples'] ({count}) must equal the histogram's total "
+                f"({int(sums.sum())}); it is not a saved SampledMetrics state."
             )
-            if comparable and int(sums.sum()) != int(count.item()):
-                raise ValueError(
-                    f"state_dict['_num_examples'] ({int(count.item())}) must equal the histogram's "
-                    f"total ({int(sums.sum())}); it is not a saved SampledMetrics state."
-                )
-        super()._load_state_dict_per_rank(state_dict)
 
 
 def _key(metric: str, k: int | None) -> str:

@@ -1,0 +1,181 @@
+"""Checks of a saved state, made before any of it is loaded.
+
+``load_state_dict`` (a metric's, and a group's for all its members) first checks every entry
+against what the metric's own updates can produce, then assigns them all, so that a refused
+state leaves the metric exactly as it was (docs: contract, "state checks"):
+
+- every tensor is a dense tensor with data (not on the ``meta`` device);
+- the count is an integer in ``[0, 2**63)``;
+- the limbs are carried (each fraction limb in ``[0, 2**32)``), and each sum is what ``count``
+  values can give: values in the metric's ``value_range`` (``[0, 1]`` for most), their squares
+  in ``[0, max(low**2, high**2)]``, to within 2**-40 a query for rounding, and no flag; without
+  a declared range, values below 2**31 in magnitude (squares below 2**31) and at most ``count``
+  flags;
+- per-query values: one row per counted query, in the range, with unique integer keys.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from ..kernels.exact_sum import LIMBS, limb_totals
+from ..kernels.forms import FlatRows
+
+__all__ = ["LoadedState", "check_limbs", "check_tensors", "loaded_count", "loaded_per_query"]
+
+_INT64 = 2**63
+_UNIT = 2**64  # a limb total counts 2**-64 units
+_SLACK = 2**24  # 2**-40 a query, in units: rounding of values computed in float64
+_WIDE = 2.0**31  # values of at least this magnitude are flagged, not summed (exact_sum)
+
+
+@dataclass(frozen=True)
+class PerQueryState:
+    """The checked per-query entries of a state."""
+
+    values: torch.Tensor
+    keys: torch.Tensor
+    arrived: int
+    user_keys: bool | None
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """A state whose every entry has been checked, ready to be assigned."""
+
+    sums: torch.Tensor
+    count: int
+    per_query: PerQueryState | None
+    held: FlatRows | None
+
+
+def check_tensors(state: Mapping) -> None:
+    """Refuses a tensor entry without data to read: on the ``meta`` device, or not dense."""
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor) and (value.is_meta or value.layout != torch.strided):
+            raise ValueError(
+                f"state_dict[{key!r}] must be a dense tensor with data, as state_dict() saves it; got "
+                f"a {value.layout} tensor on device {value.device}."
+            )
+
+
+def loaded_count(count: object, key: str = "_num_examples") -> int:
+    """A saved count as an int, refusing anything but an integer in ``[0, 2**63)``."""
+    expected = f"state_dict[{key!r}] must be a non-negative int64 count"
+    if isinstance(count, torch.Tensor):
+        integral = count.numel() == 1 and not count.is_floating_point() and not count.is_complex()
+        if not integral or count.dtype == torch.bool:
+            raise TypeError(f"{expected}, got a {count.dtype} tensor of shape {tuple(count.shape)}.")
+        count = int(count.item())
+    elif isinstance(count, numbers.Integral) and not isinstance(count, bool):
+        count = int(count)
+    else:
+        raise TypeError(f"{expected}, got {count!r} of type {type(count).__name__}.")
+    if not 0 <= count < _INT64:
+        raise ValueError(f"{expected} (in [0, 2**63)), got {count}.")
+    return count
+
+
+def _units(count: int, value: float, slack: int) -> int:
+    """``count`` times ``value`` in 2**-64 units (rounded outwards by ``slack`` units a query)."""
+    scaled = value * _UNIT  # exact: a power-of-two scaling of a finite float
+    return count * ((math.ceil(scaled) + slack) if slack > 0 else (math.floor(scaled) + slack))
+
+
+def check_limbs(sums: torch.Tensor, count: int, value_range: tuple[float, float] | None, rows: int) -> None:
+    """Refuses limbs that no ``count`` values can sum to (see the module docstring).
+
+    ``sums`` are ``(2 * rows, LIMBS)`` under confidence (the values' rows, then their squares'),
+    else ``(rows, LIMBS)``.
+    """
+    fractions = sums[:, 1:3]
+    if bool(((fractions < 0) | (fractions >= 2**32)).any()):
+        row = int(((fractions < 0) | (fractions >= 2**32)).any(dim=1).nonzero()[0, 0])
+        raise ValueError(
+            f"state_dict['_sum_per_k'] must hold carried limbs, each fraction limb in [0, 2**32); "
+            f"row {row} holds {sums[row].tolist()}."
+        )
+    low, high = (-_WIDE, _WIDE) if value_range is None else value_range
+    square = max(low * low, high * high)
+    bounds = [(low, high)] * rows + [(0.0, min(square, _WIDE))] * (sums.shape[0] - rows)
+    described = "values below 2**31 in magnitude" if value_range is None else f"values in [{low}, {high}]"
+    for row, (total, flags, (least, most)) in enumerate(
+        zip(limb_totals(sums), sums[:, LIMBS - 1].tolist(), bounds, strict=True)
+    ):
+        kind = "sum" if row < rows else "sum of squares"
+        flagless = least > -_WIDE and most < _WIDE  # a value in range is never flagged
+        if not 0 <= flags <= (0 if flagless else count):
+            allowed = "0: values in range are never flagged" if flagless else f"at most the count, {count}"
+            raise ValueError(
+                f"state_dict['_sum_per_k'] row {row} holds a flag count of {flags}; expected {allowed}."
+            )
+        if total is None:  # flagged: the mean is NaN, the other limbs are not defined
+            continue
+        lowest, highest = _units(count, least, -_SLACK), _units(count, most, _SLACK)
+        if not lowest <= total <= highest:
+            raise ValueError(
+                f"state_dict['_sum_per_k'] row {row} holds a {kind} of {total / _UNIT!r} over "
+                f"{count} queries; {described} give one in [{count * least!r}, {count * most!r}] "
+                "(to within 2**-40 a query)."
+            )
+
+
+def loaded_per_query(
+    state: Mapping, num_values: int, count: int, value_range: tuple[float, float] | None
+) -> PerQueryState:
+    """The per-query entries of a state, checked against its count (copies)."""
+    values, keys = state["_query_values"], state["_query_keys"]
+    for key, value in (("_query_values", values), ("_query_keys", keys)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"state_dict[{key!r}] must be a tensor, got {type(value).__name__}.")
+    integral = not (keys.is_floating_point() or keys.is_complex()) and keys.dtype != torch.bool
+    if not values.is_floating_point() or not integral:
+        raise TypeError(
+            "state_dict['_query_values'] must be floating and state_dict['_query_keys'] integer, got "
+            f"{values.dtype} and {keys.dtype}."
+        )
+    if values.ndim != 2 or values.shape[1] != num_values or keys.shape != (values.shape[0],):
+        raise ValueError(
+            f"state_dict holds per-query values of shape {tuple(values.shape)} and keys of shape "
+            f"{tuple(keys.shape)}; expected (n, {num_values}) and (n,)."
+        )
+    rows = values.shape[0]
+    if rows != count:
+        raise ValueError(
+            f"state_dict['_query_values'] holds {rows} per-query rows but state_dict['_num_examples'] "
+            f"counts {count} queries; a saved state holds one row per counted query."
+        )
+    if value_range is not None:
+        low, high = value_range
+        inside = (values >= low - 2.0**-40) & (values <= high + 2.0**-40)  # False for NaN
+        if not bool(inside.all()):
+            shown = values[~inside][:5].tolist()
+            raise ValueError(f"state_dict['_query_values'] must lie in [{low}, {high}], got {shown}.")
+    arrived, user_keys = state["_queries_arrived"], state["_user_keys"]
+    arrived = loaded_count(arrived, "_queries_arrived")
+    if user_keys is not None and not isinstance(user_keys, bool):
+        raise TypeError(f"state_dict['_user_keys'] must be None, True or False, got {user_keys!r}.")
+    if arrived < rows or (user_keys is None and arrived):
+        raise ValueError(
+            f"state_dict['_queries_arrived'] must count every query kept (at least {rows}, and 0 "
+            f"before any update, when state_dict['_user_keys'] is None), got {arrived}."
+        )
+    keys = keys.to(torch.int64)
+    if user_keys is False and rows and not (int(keys.min()) >= 0 and int(keys.max()) < arrived):
+        raise ValueError(
+            f"state_dict['_query_keys'] are arrival indices (state_dict['_user_keys'] is False): they "
+            f"must lie in [0, {arrived}), got [{int(keys.min())}, {int(keys.max())}]."
+        )
+    distinct = keys.unique()
+    if distinct.numel() != rows:
+        repeated = distinct[torch.bincount(torch.searchsorted(distinct, keys)) > 1][:5].tolist()
+        raise ValueError(
+            f"state_dict['_query_keys'] must be unique (compute() refuses repeated query ids); "
+            f"{repeated} come more than once."
+        )
+    return PerQueryState(values.detach().to(torch.float64).clone(), keys.detach().clone(), arrived, user_keys)
