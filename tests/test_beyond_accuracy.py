@@ -920,3 +920,18 @@ def test_sparse_labels_give_the_dense_forms_values():
             assert sparse_metrics[name].compute() == pytest.approx(
                 dense_metrics[name].compute(), abs=1e-12
             ), name
+
+
+def test_serendipity_past_a_short_list_is_each_cutoffs_value_alone():
+    """PM_k grows past a list shorter than the catalog: the cutoffs past the list are scored
+    until PM_k holds every item (issue 32, item 1: [1.0, 1.0, 1.0] before)."""
+    popularity = torch.arange(10, 0, -1).float()
+    batch = ir.Retrieved(torch.tensor([[5, 6, 7]]), torch.tensor([[5, 6, 7]]))
+    together = ir.Serendipity([3, 6, 8, 10, 12, 40], popularity)
+    together.update(batch)
+    alone = []
+    for k in together.top_k:
+        metric = ir.Serendipity([k], popularity)
+        metric.update(batch)
+        alone += metric.compute()
+    assert together.compute() == alone == [1.0, 2 / 3, 0.0, 0.0, 0.0, 0.0]

@@ -249,7 +249,8 @@ class RankingMetric(Metric):
     # What the values do at the cutoffs at or past the ranked depth K (every ranked position
     # within them): None, no promise (scored at each cutoff); "repeat", every such cutoff has the
     # value of the first; "divide", a numerator that stops growing divided by k (P@k = hits / k).
-    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate).
+    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate). A metric
+    # whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
     cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None

@@ -460,6 +460,11 @@ class Serendipity(RankingMetric):
         ranks = self._stats.on("ranks", ranked.indices.device)
         return beyond.serendipity(ranked.relevant, ranked.indices, cutoffs, ranks)
 
+    def _tail(self, depth: int) -> int | None:
+        # PM_k grows with k past a list shorter than the catalog, so the value settles only
+        # where PM_k holds every item (it is 0 from there on).
+        return super()._tail(max(depth, self._size))
+
 
 class ExpectedExposure(RankingMetric):
     r"""Expected exposure at k (Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic
