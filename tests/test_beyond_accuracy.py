@@ -935,3 +935,45 @@ def test_serendipity_past_a_short_list_is_each_cutoffs_value_alone():
         metric.update(batch)
         alone += metric.compute()
     assert together.compute() == alone == [1.0, 2 / 3, 0.0, 0.0, 0.0, 0.0]
+
+
+def _sized(popularity, tail, embeddings, groups):
+    """Every metric given item statistics, with the argument its size comes from."""
+    size = popularity.shape[0]
+    return {
+        **{
+            name: (m, m.statistic)
+            for name, m in list_measures(popularity, tail, embeddings, "first").items()
+            if name != "entropy"
+        },
+        "serendipity": (ir.Serendipity(KS, popularity), "item_popularity"),
+        "ee_groups": (ir.ExpectedExposure(KS, groups), "groups"),
+        "ee_items": (ir.ExpectedExposure(KS, num_items=size), "num_items"),
+        **{
+            cls.__name__: (cls(KS, size), "num_items")
+            for cls in (ir.Coverage, ir.GiniIndex, ir.ShannonEntropy)
+        },
+    }
+
+
+@pytest.mark.parametrize("width", [NUM_ITEMS - 1, NUM_ITEMS + 1])
+def test_statistics_of_another_size_than_the_batch_are_refused_before_any_change(width):
+    """Issue 32, item 12: statistics of 7 items and a batch of 8 columns were accepted while
+    the 8th item stayed below k (and 6 columns always); every form whose width tells the
+    catalog is refused now, naming the argument, and the state is kept."""
+    rng = np.random.default_rng(12)
+    stats = statistics(rng)
+    good = tied_batch(rng, 4, NUM_ITEMS)
+    y_pred, y = tied_batch(rng, 3, width)
+    y_pred[:, -1] = -math.inf  # the last column ranked last: never in the top k
+    y[:, 0] = 1.0
+    relevant = ir.Retrieved(torch.tensor([[0, 1], [2, -1], [3, 4]]), y.to_sparse())
+    for metric, argument in _sized(*stats).values():
+        group = ir.RankingMetrics(mrr=ir.MRR(KS), member=copy.deepcopy(metric))
+        for target in (metric, group):
+            target.update(good)
+            before = _state(target)
+            for bad in ((y_pred, y), (y_pred, y.to_sparse()), relevant):
+                with pytest.raises(ValueError, match=f"{argument} holds {NUM_ITEMS} items.*{width} columns"):
+                    target.update(bad)
+                _same_state(before, _state(target))

@@ -172,6 +172,7 @@ def normalize_judged(
         output, ranking, held=held, hold_last=True, first_query=first_query, query_ids=query_ids
     )
     ranked = normalized.ranked
+    _check_catalog_width(output, metrics)
     threshold = ranking.relevance_threshold
     if y is not None:
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
@@ -182,6 +183,25 @@ def normalize_judged(
             "(preds, target, indexes) form."
         )
     return normalized
+
+
+def _check_catalog_width(output: object, metrics: Sequence[RankingMetric]) -> None:
+    """Refuses a batch whose columns (dense or sparse labels, a Retrieved's sparse ``relevant``)
+    are not the items of a metric's item statistics, before any state changes."""
+    if isinstance(output, Retrieved):
+        width = None if output.relevant.layout == torch.strided else output.relevant.shape[1]
+    elif isinstance(output, Sequence) and len(output) == 2 and isinstance(output[1], torch.Tensor):
+        width = output[1].shape[1]
+    else:
+        return
+    for metric in metrics:
+        statistics = metric.item_statistics
+        if width is not None and statistics is not None and statistics[1] != width:
+            argument, size = statistics
+            raise ValueError(
+                f"{type(metric).__name__}: {argument} holds {size} items, but the batch has {width} "
+                "columns (one per item id); give statistics for exactly the batch's items."
+            )
 
 
 def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
@@ -388,6 +408,12 @@ class RankingMetric(Metric):
     def check_ranked(self, ranked: RankedBatch) -> None:
         """Raises ``ValueError`` if the metric cannot score ``ranked``; called before any state
         changes (by :meth:`update`, and by a group for all its members first)."""
+
+    @property
+    def item_statistics(self) -> tuple[str, int] | None:
+        """``(argument, n)`` for a metric given statistics of items ``0 .. n-1`` (such as
+        ``item_popularity``): a dense or sparse batch must then have n columns. None without."""
+        return None
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""

@@ -95,6 +95,10 @@ class _ListMeasure(RankingMetric):
     def check_ranked(self, ranked: RankedBatch) -> None:
         _check_ids(ranked, self._size, self.statistic, type(self).__name__)
 
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return self.statistic, self._size
+
     def settings(self) -> dict:
         return {**super().settings(), self.statistic: self._digest}
 
@@ -453,6 +457,10 @@ class Serendipity(RankingMetric):
     def check_ranked(self, ranked: RankedBatch) -> None:
         _check_ids(ranked, self._size, "item_popularity", type(self).__name__)
 
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return "item_popularity", self._size
+
     def settings(self) -> dict:
         return {**super().settings(), "item_popularity": self._digest}
 
@@ -615,9 +623,14 @@ class ExpectedExposure(RankingMetric):
     @property
     def _given_catalog(self) -> int | None:
         """The catalog size given at construction (``num_items``, else ``len(groups)``), or None."""
+        statistics = self.item_statistics
+        return None if statistics is None else statistics[1]
+
+    @property
+    def item_statistics(self) -> tuple[str, int] | None:
         if self.num_items is not None:
-            return self.num_items
-        return None if self._groups is None else self._groups.shape[0]
+            return "num_items", self.num_items
+        return None if self._groups is None else ("groups", self._groups.shape[0])
 
     def check_ranked(self, ranked: RankedBatch) -> None:
         beyond.exposure_catalog(ranked, self._given_catalog)

@@ -43,6 +43,10 @@ class _Exposure(RankingMetric):
     def num_values(self) -> int:
         return len(self.top_k) * self.num_items
 
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return "num_items", self.num_items
+
     def check_ranked(self, ranked: RankedBatch) -> None:
         if ranked.indices is not None and ranked.indices.numel():
             largest = int(ranked.indices.max())
