@@ -172,7 +172,7 @@ def normalize_judged(
         output, ranking, held=held, hold_last=True, first_query=first_query, query_ids=query_ids
     )
     ranked = normalized.ranked
-    _check_catalog_width(output, metrics)
+    _check_item_statistics(output, metrics)
     threshold = ranking.relevance_threshold
     if y is not None:
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
@@ -185,22 +185,31 @@ def normalize_judged(
     return normalized
 
 
-def _check_catalog_width(output: object, metrics: Sequence[RankingMetric]) -> None:
-    """Refuses a batch whose columns (dense or sparse labels, a Retrieved's sparse ``relevant``)
-    are not the items of a metric's item statistics, before any state changes."""
+def _check_item_statistics(output: object, metrics: Sequence[RankingMetric]) -> None:
+    """Refuses a batch that is not over the items of a metric's item statistics, before any state
+    changes: columns (dense or sparse labels, a Retrieved's sparse ``relevant``) of another number,
+    or a Retrieved id past their end."""
+    largest = None
     if isinstance(output, Retrieved):
         width = None if output.relevant.layout == torch.strided else output.relevant.shape[1]
+        largest = int(output.ids.max()) if output.ids.numel() else None
     elif isinstance(output, Sequence) and len(output) == 2 and isinstance(output[1], torch.Tensor):
         width = output[1].shape[1]
     else:
         return
     for metric in metrics:
-        statistics = metric.item_statistics
-        if width is not None and statistics is not None and statistics[1] != width:
-            argument, size = statistics
+        if metric.item_statistics is None:
+            continue
+        argument, size = metric.item_statistics
+        if width is not None and width != size:
             raise ValueError(
                 f"{type(metric).__name__}: {argument} holds {size} items, but the batch has {width} "
                 "columns (one per item id); give statistics for exactly the batch's items."
+            )
+        if largest is not None and largest >= size:
+            raise ValueError(
+                f"{type(metric).__name__}: {argument} holds {size} items, but the batch ranks item id "
+                f"{largest}; give statistics for the whole catalog (one entry per item id)."
             )
 
 
@@ -412,7 +421,8 @@ class RankingMetric(Metric):
     @property
     def item_statistics(self) -> tuple[str, int] | None:
         """``(argument, n)`` for a metric given statistics of items ``0 .. n-1`` (such as
-        ``item_popularity``): a dense or sparse batch must then have n columns. None without."""
+        ``item_popularity``): a dense or sparse batch must then have n columns, and a Retrieved's
+        ids lie below n (checked by :meth:`update` before any state changes). None without."""
         return None
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:

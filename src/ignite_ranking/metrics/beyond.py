@@ -25,10 +25,6 @@ __all__ = [
 ]
 
 
-def _check_ids(ranked: RankedBatch, size: int, statistic: str, metric: str) -> None:
-    beyond.check_item_ids(ranked, size, statistic, metric)
-
-
 class _Statistics:
     """Item statistics kept on their own device, with a copy per device they are read on."""
 
@@ -91,9 +87,6 @@ class _ListMeasure(RankingMetric):
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return beyond.list_lengths(ranked.indices) >= self.min_items
-
-    def check_ranked(self, ranked: RankedBatch) -> None:
-        _check_ids(ranked, self._size, self.statistic, type(self).__name__)
 
     @property
     def item_statistics(self) -> tuple[str, int]:
@@ -454,9 +447,6 @@ class Serendipity(RankingMetric):
             confidence=confidence,
         )
 
-    def check_ranked(self, ranked: RankedBatch) -> None:
-        _check_ids(ranked, self._size, "item_popularity", type(self).__name__)
-
     @property
     def item_statistics(self) -> tuple[str, int]:
         return "item_popularity", self._size
@@ -634,8 +624,6 @@ class ExpectedExposure(RankingMetric):
 
     def check_ranked(self, ranked: RankedBatch) -> None:
         beyond.exposure_catalog(ranked, self._given_catalog)
-        if self._groups is not None:
-            _check_ids(ranked, self._groups.shape[0], "groups", "ExpectedExposure")
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         catalog = beyond.exposure_catalog(ranked, self._given_catalog)
