@@ -190,7 +190,7 @@ def dense_batch(seed: int, num_items: int = NUM_ITEMS) -> tuple[torch.Tensor, to
 def stored_sparse(y: torch.Tensor) -> torch.Tensor:
     """``y`` as a sparse COO tensor that stores every label, zeros too: every item judged."""
     index = torch.ones_like(y, dtype=torch.bool).nonzero().T
-    return torch.sparse_coo_tensor(index, y[tuple(index)], y.shape).coalesce()
+    return torch.sparse_coo_tensor(index, y[tuple(index)], y.shape, check_invariants=True).coalesce()
 
 
 def dense_order(y_pred: torch.Tensor) -> torch.Tensor:
