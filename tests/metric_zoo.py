@@ -85,7 +85,10 @@ def _single(build, forms, statistic=None) -> Variant:
 
 
 ZOO: dict[str, list[Variant]] = {
-    "MRR": [Variant(lambda ks, s: ir.MRR(ks), ALL_FORMS)],
+    "MRR": [
+        Variant(lambda ks, s: ir.MRR(ks), ALL_FORMS),
+        Variant(lambda ks, s: ir.MRR(ks, per_query=True, confidence=0.9), ALL_FORMS),
+    ],
     "HitRate": [Variant(lambda ks, s: ir.HitRate(ks), ALL_FORMS)],
     "Precision": [
         Variant(lambda ks, s: ir.Precision(ks), ALL_FORMS),

@@ -210,6 +210,12 @@ def _tampered(variant: Variant, state) -> list[tuple[str, object]]:
     held = copy.deepcopy(more.state_dict())
     leaf_states(held)[0]["_held_preds"] = torch.tensor([0.5])
     tampered.append(("held scores without labels", held))
+    if "_query_values" in leaf_states(state)[0]:  # per-query values kept
+        edit("more per-query rows than the count", _one_more_query)
+        edit("duplicate per-query keys", lambda leaf: leaf["_query_keys"].fill_(0))
+        edit(
+            "float per-query keys", lambda leaf: leaf.__setitem__("_query_keys", leaf["_query_keys"].double())
+        )
     sums = leaf_states(state)[0]["_sum_per_k"]
     if sums.ndim == 2:  # fixed-point limbs (the exposure counts are 1-D)
         rows = sums.shape[0]
@@ -220,6 +226,13 @@ def _tampered(variant: Variant, state) -> list[tuple[str, object]]:
     else:
         edit("negative item counts", lambda leaf: leaf["_sum_per_k"].sub_(100))
     return tampered
+
+
+def _one_more_query(leaf: dict) -> None:
+    """A kept value and key more than the state counts."""
+    values, keys = leaf["_query_values"], leaf["_query_keys"]
+    leaf["_query_values"] = torch.cat([values, values[:1]])
+    leaf["_query_keys"] = torch.cat([keys, keys.max(dim=0, keepdim=True).values + 1])
 
 
 @pytest.mark.parametrize(("name", "variant"), VARIANTS, ids=IDS)
