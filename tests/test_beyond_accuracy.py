@@ -461,8 +461,14 @@ def test_functional_refuses_what_the_metrics_refuse():
     y_pred = torch.rand(2, 5)
     with pytest.raises(ValueError, match="average"):
         F.novelty(y_pred, [2], torch.ones(5), ties="average")
-    with pytest.raises(ValueError, match="item id 4"):
+    with pytest.raises(ValueError, match="holds 4 items, but the batch has 5 columns"):
         F.average_popularity(y_pred, [2, 5], torch.ones(4))
+    with pytest.raises(ValueError, match="holds 4 items, but the batch has 5 columns"):
+        F.novelty((y_pred.clone().fill_(0.5) - torch.arange(5.0), torch.zeros(2, 5)), [2], torch.ones(4))
+    with pytest.raises(ValueError, match="item id 4"):
+        F.serendipity(ir.Retrieved(torch.tensor([[0, 4]]), torch.tensor([[1]])), [2], torch.ones(4))
+    with pytest.raises(ValueError, match="groups holds 4 items, but the batch has 5 columns"):
+        F.expected_exposure((y_pred, torch.ones(2, 5)), [1], groups=torch.zeros(4, dtype=torch.int64))
     with pytest.raises(ValueError, match="flat"):
         F.novelty((torch.rand(4), torch.ones(4), torch.tensor([0, 0, 1, 1])), [2], torch.ones(5))
     with pytest.raises(ValueError, match="catalog size"):

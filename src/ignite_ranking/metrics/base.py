@@ -20,6 +20,7 @@ from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_red
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import (
     RankedBatch,
+    beyond,
     check_confidence,
     check_flag,
     check_inputs,
@@ -186,31 +187,12 @@ def normalize_judged(
 
 
 def _check_item_statistics(output: object, metrics: Sequence[RankingMetric]) -> None:
-    """Refuses a batch that is not over the items of a metric's item statistics, before any state
-    changes: columns (dense or sparse labels, a Retrieved's sparse ``relevant``) of another number,
-    or a Retrieved id past their end."""
-    largest = None
-    if isinstance(output, Retrieved):
-        width = None if output.relevant.layout == torch.strided else output.relevant.shape[1]
-        largest = int(output.ids.max()) if output.ids.numel() else None
-    elif isinstance(output, Sequence) and len(output) == 2 and isinstance(output[1], torch.Tensor):
-        width = output[1].shape[1]
-    else:
-        return
+    """Refuses a batch that is not over the items of a metric's item statistics (see
+    :func:`~ignite_ranking.kernels.beyond.check_catalog`), before any state changes."""
     for metric in metrics:
-        if metric.item_statistics is None:
-            continue
-        argument, size = metric.item_statistics
-        if width is not None and width != size:
-            raise ValueError(
-                f"{type(metric).__name__}: {argument} holds {size} items, but the batch has {width} "
-                "columns (one per item id); give statistics for exactly the batch's items."
-            )
-        if largest is not None and largest >= size:
-            raise ValueError(
-                f"{type(metric).__name__}: {argument} holds {size} items, but the batch ranks item id "
-                f"{largest}; give statistics for the whole catalog (one entry per item id)."
-            )
+        if metric.item_statistics is not None:
+            argument, size = metric.item_statistics
+            beyond.check_catalog(output, size, argument, type(metric).__name__)
 
 
 def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
