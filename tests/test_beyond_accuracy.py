@@ -461,8 +461,14 @@ def test_functional_refuses_what_the_metrics_refuse():
     y_pred = torch.rand(2, 5)
     with pytest.raises(ValueError, match="average"):
         F.novelty(y_pred, [2], torch.ones(5), ties="average")
-    with pytest.raises(ValueError, match="item id 4"):
+    with pytest.raises(ValueError, match="holds 4 items, but the batch has 5 columns"):
         F.average_popularity(y_pred, [2, 5], torch.ones(4))
+    with pytest.raises(ValueError, match="holds 4 items, but the batch has 5 columns"):
+        F.novelty((y_pred.clone().fill_(0.5) - torch.arange(5.0), torch.zeros(2, 5)), [2], torch.ones(4))
+    with pytest.raises(ValueError, match="item id 4"):
+        F.serendipity(ir.Retrieved(torch.tensor([[0, 4]]), torch.tensor([[1]])), [2], torch.ones(4))
+    with pytest.raises(ValueError, match="groups holds 4 items, but the batch has 5 columns"):
+        F.expected_exposure((y_pred, torch.ones(2, 5)), [1], groups=torch.zeros(4, dtype=torch.int64))
     with pytest.raises(ValueError, match="flat"):
         F.novelty((torch.rand(4), torch.ones(4), torch.tensor([0, 0, 1, 1])), [2], torch.ones(5))
     with pytest.raises(ValueError, match="catalog size"):
@@ -920,3 +926,60 @@ def test_sparse_labels_give_the_dense_forms_values():
             assert sparse_metrics[name].compute() == pytest.approx(
                 dense_metrics[name].compute(), abs=1e-12
             ), name
+
+
+def test_serendipity_past_a_short_list_is_each_cutoffs_value_alone():
+    """PM_k grows past a list shorter than the catalog: the cutoffs past the list are scored
+    until PM_k holds every item (issue 32, item 1: [1.0, 1.0, 1.0] before)."""
+    popularity = torch.arange(10, 0, -1).float()
+    batch = ir.Retrieved(torch.tensor([[5, 6, 7]]), torch.tensor([[5, 6, 7]]))
+    together = ir.Serendipity([3, 6, 8, 10, 12, 40], popularity)
+    together.update(batch)
+    alone = []
+    for k in together.top_k:
+        metric = ir.Serendipity([k], popularity)
+        metric.update(batch)
+        alone += metric.compute()
+    assert together.compute() == alone == [1.0, 2 / 3, 0.0, 0.0, 0.0, 0.0]
+
+
+def _sized(popularity, tail, embeddings, groups):
+    """Every metric given item statistics, with the argument its size comes from."""
+    size = popularity.shape[0]
+    return {
+        **{
+            name: (m, m.statistic)
+            for name, m in list_measures(popularity, tail, embeddings, "first").items()
+            if name != "entropy"
+        },
+        "serendipity": (ir.Serendipity(KS, popularity), "item_popularity"),
+        "ee_groups": (ir.ExpectedExposure(KS, groups), "groups"),
+        "ee_items": (ir.ExpectedExposure(KS, num_items=size), "num_items"),
+        **{
+            cls.__name__: (cls(KS, size), "num_items")
+            for cls in (ir.Coverage, ir.GiniIndex, ir.ShannonEntropy)
+        },
+    }
+
+
+@pytest.mark.parametrize("width", [NUM_ITEMS - 1, NUM_ITEMS + 1])
+def test_statistics_of_another_size_than_the_batch_are_refused_before_any_change(width):
+    """Issue 32, item 12: statistics of 7 items and a batch of 8 columns were accepted while
+    the 8th item stayed below k (and 6 columns always); every form whose width tells the
+    catalog is refused now, naming the argument, and the state is kept."""
+    rng = np.random.default_rng(12)
+    stats = statistics(rng)
+    good = tied_batch(rng, 4, NUM_ITEMS)
+    y_pred, y = tied_batch(rng, 3, width)
+    y_pred[:, -1] = -math.inf  # the last column ranked last: never in the top k
+    y[:, 0] = 1.0
+    relevant = ir.Retrieved(torch.tensor([[0, 1], [2, -1], [3, 4]]), y.to_sparse())
+    for metric, argument in _sized(*stats).values():
+        group = ir.RankingMetrics(mrr=ir.MRR(KS), member=copy.deepcopy(metric))
+        for target in (metric, group):
+            target.update(good)
+            before = _state(target)
+            for bad in ((y_pred, y), (y_pred, y.to_sparse()), relevant):
+                with pytest.raises(ValueError, match=f"{argument} holds {NUM_ITEMS} items.*{width} columns"):
+                    target.update(bad)
+                _same_state(before, _state(target))

@@ -149,6 +149,8 @@ def test_retrieved_short_lists_and_flat_rows_equal_every_cutoff_scored(ties):
     stats = _statistics(rng, 12)
     members = _family(*stats, ties=ties, per_query=True)
     members.pop("auc", None)  # AUC reads every item's score: dense and flat forms only
+    if ties == "first":  # the list measures read the items (not of the flat form) of one order
+        members |= _list_measures(*stats, ties=ties, per_query=True)
     flat_members = _family(*stats, ties=ties, per_query=True)
     flat_members.pop("judged")  # flat rows are all judged
     for metrics, batches in ((members, _retrieved_batches(rng)), (flat_members, _flat_batches(rng))):

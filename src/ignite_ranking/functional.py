@@ -314,7 +314,7 @@ def _ranked_lists(
 def _list_measure(output, top_k, ties, ignore_index, statistic, name, score) -> torch.Tensor:
     cutoffs = normalize_top_k(top_k)
     ranked = _ranked_lists(output, cutoffs, ties, ignore_index)
-    beyond.check_item_ids(ranked, statistic.shape[0], name, name)
+    beyond.check_catalog(output, statistic.shape[0], name, name)
     return score(ranked, cutoffs, statistic.to(ranked.indices.device))
 
 
@@ -419,7 +419,7 @@ def serendipity(
     ranks = beyond.popularity_ranks(beyond.check_popularity("item_popularity", item_popularity))
     cutoffs = normalize_top_k(top_k)
     ranked = _ranked_lists(output, cutoffs, ties, ignore_index, relevance_threshold=relevance_threshold)
-    beyond.check_item_ids(ranked, ranks.shape[0], "item_popularity", "serendipity")
+    beyond.check_catalog(output, ranks.shape[0], "item_popularity", "serendipity")
     return beyond.serendipity(ranked.relevant, ranked.indices, cutoffs, ranks.to(ranked.indices.device))
 
 
@@ -457,6 +457,6 @@ def expected_exposure(
     catalog = beyond.exposure_catalog(ranked, given)
     if group_ids is None:
         return beyond.expected_exposure(ranked, cutoffs, gamma, catalog)
-    beyond.check_item_ids(ranked, group_ids.shape[0], "groups", "expected_exposure")
+    beyond.check_catalog(output, group_ids.shape[0], "groups", "expected_exposure")
     group_ids = group_ids.to(ranked.indices.device)
     return beyond.expected_exposure(ranked, cutoffs, gamma, catalog, group_ids, int(group_ids.max()) + 1)

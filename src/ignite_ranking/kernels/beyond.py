@@ -30,13 +30,14 @@ from typing import NamedTuple
 import torch
 
 from .batch import RankedBatch, sum_to_cutoffs
+from .forms import Retrieved
 from .inputs import _FLOAT_DTYPES, _LABEL_DTYPES
 
 __all__ = [
     "ExposureValues",
+    "check_catalog",
     "check_embeddings",
     "check_groups",
-    "check_item_ids",
     "check_patience",
     "check_popularity",
     "check_tail_items",
@@ -211,12 +212,36 @@ def popularity_ranks(popularity: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
-def check_item_ids(ranked: RankedBatch, size: int, statistic: str, owner: str) -> None:
-    """Refuses a ranked item id past the end of a statistic of ``size`` items."""
-    if ranked.indices is None or ranked.indices.numel() == 0:
+def check_catalog(output: object, size: int, statistic: str, owner: str) -> None:
+    """Refuses a batch (its form already checked) that is not over the ``size`` items of a
+    statistic: a dense or sparse-label batch (or scores alone), or a Retrieved's sparse
+    ``relevant``, of another width (even where the extra items stay out of the top k), or a
+    Retrieved id of ``size`` or more.
+
+    Example:
+        >>> import torch
+        >>> batch = (torch.rand(1, 4), torch.zeros(1, 4))
+        >>> check_catalog(batch, 3, "item_popularity", "Novelty")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: Novelty: item_popularity holds 3 items, but the batch has 4 columns ...
+    """
+    largest = None
+    if isinstance(output, Retrieved):
+        width = None if output.relevant.layout == torch.strided else output.relevant.shape[1]
+        largest = int(output.ids.max()) if output.ids.numel() else None
+    elif isinstance(output, Sequence) and len(output) == 2 and isinstance(output[1], torch.Tensor):
+        width = output[1].shape[1]
+    elif isinstance(output, torch.Tensor):  # the functional API's scores alone
+        width = output.shape[-1]
+    else:
         return
-    largest = int(ranked.indices.max())
-    if largest >= size:
+    if width is not None and width != size:
+        raise ValueError(
+            f"{owner}: {statistic} holds {size} items, but the batch has {width} columns (one per "
+            "item id); give statistics for exactly the batch's items."
+        )
+    if largest is not None and largest >= size:
         raise ValueError(
             f"{owner}: {statistic} holds {size} items, but the batch ranks item id {largest}; give "
             "statistics for the whole catalog (one entry per item id)."

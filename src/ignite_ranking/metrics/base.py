@@ -19,6 +19,7 @@ from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_red
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import (
     RankedBatch,
+    beyond,
     check_confidence,
     check_flag,
     check_inputs,
@@ -171,6 +172,7 @@ def normalize_judged(
         output, ranking, held=held, hold_last=True, first_query=first_query, query_ids=query_ids
     )
     ranked = normalized.ranked
+    _check_item_statistics(output, metrics)
     threshold = ranking.relevance_threshold
     if y is not None:
         nonrelevant = any(m.needs_nonrelevant for m in metrics)
@@ -181,6 +183,15 @@ def normalize_judged(
             "(preds, target, indexes) form."
         )
     return normalized
+
+
+def _check_item_statistics(output: object, metrics: Sequence[RankingMetric]) -> None:
+    """Refuses a batch that is not over the items of a metric's item statistics (see
+    :func:`~ignite_ranking.kernels.beyond.check_catalog`), before any state changes."""
+    for metric in metrics:
+        if metric.item_statistics is not None:
+            argument, size = metric.item_statistics
+            beyond.check_catalog(output, size, argument, type(metric).__name__)
 
 
 def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
@@ -250,7 +261,8 @@ class RankingMetric(Metric):
     # What the values do at the cutoffs at or past the ranked depth K (every ranked position
     # within them): None, no promise (scored at each cutoff); "repeat", every such cutoff has the
     # value of the first; "divide", a numerator that stops growing divided by k (P@k = hits / k).
-    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate).
+    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate). A metric
+    # whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
     cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
@@ -392,6 +404,13 @@ class RankingMetric(Metric):
     def check_ranked(self, ranked: RankedBatch) -> None:
         """Raises ``ValueError`` if the metric cannot score ``ranked``; called before any state
         changes (by :meth:`update`, and by a group for all its members first)."""
+
+    @property
+    def item_statistics(self) -> tuple[str, int] | None:
+        """``(argument, n)`` for a metric given statistics of items ``0 .. n-1`` (such as
+        ``item_popularity``): a dense or sparse batch must then have n columns, and a Retrieved's
+        ids lie below n (checked by :meth:`update` before any state changes). None without."""
+        return None
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         """``(batch,)`` bool: the rows that count in the mean under ``ignore_zero_hits=True``."""

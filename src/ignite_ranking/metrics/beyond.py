@@ -25,10 +25,6 @@ __all__ = [
 ]
 
 
-def _check_ids(ranked: RankedBatch, size: int, statistic: str, metric: str) -> None:
-    beyond.check_item_ids(ranked, size, statistic, metric)
-
-
 class _Statistics:
     """Item statistics kept on their own device, with a copy per device they are read on."""
 
@@ -92,8 +88,9 @@ class _ListMeasure(RankingMetric):
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return beyond.list_lengths(ranked.indices) >= self.min_items
 
-    def check_ranked(self, ranked: RankedBatch) -> None:
-        _check_ids(ranked, self._size, self.statistic, type(self).__name__)
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return self.statistic, self._size
 
     def settings(self) -> dict:
         return {**super().settings(), self.statistic: self._digest}
@@ -450,8 +447,9 @@ class Serendipity(RankingMetric):
             confidence=confidence,
         )
 
-    def check_ranked(self, ranked: RankedBatch) -> None:
-        _check_ids(ranked, self._size, "item_popularity", type(self).__name__)
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return "item_popularity", self._size
 
     def settings(self) -> dict:
         return {**super().settings(), "item_popularity": self._digest}
@@ -459,6 +457,11 @@ class Serendipity(RankingMetric):
     def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         ranks = self._stats.on("ranks", ranked.indices.device)
         return beyond.serendipity(ranked.relevant, ranked.indices, cutoffs, ranks)
+
+    def _tail(self, depth: int) -> int | None:
+        # PM_k grows with k past a list shorter than the catalog, so the value settles only
+        # where PM_k holds every item (it is 0 from there on).
+        return super()._tail(max(depth, self._size))
 
 
 class ExpectedExposure(RankingMetric):
@@ -610,14 +613,17 @@ class ExpectedExposure(RankingMetric):
     @property
     def _given_catalog(self) -> int | None:
         """The catalog size given at construction (``num_items``, else ``len(groups)``), or None."""
+        statistics = self.item_statistics
+        return None if statistics is None else statistics[1]
+
+    @property
+    def item_statistics(self) -> tuple[str, int] | None:
         if self.num_items is not None:
-            return self.num_items
-        return None if self._groups is None else self._groups.shape[0]
+            return "num_items", self.num_items
+        return None if self._groups is None else ("groups", self._groups.shape[0])
 
     def check_ranked(self, ranked: RankedBatch) -> None:
         beyond.exposure_catalog(ranked, self._given_catalog)
-        if self._groups is not None:
-            _check_ids(ranked, self._groups.shape[0], "groups", "ExpectedExposure")
 
     def score(self, ranked: RankedBatch) -> torch.Tensor:
         catalog = beyond.exposure_catalog(ranked, self._given_catalog)

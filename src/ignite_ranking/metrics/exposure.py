@@ -43,14 +43,9 @@ class _Exposure(RankingMetric):
     def num_values(self) -> int:
         return len(self.top_k) * self.num_items
 
-    def check_ranked(self, ranked: RankedBatch) -> None:
-        if ranked.indices is not None and ranked.indices.numel():
-            largest = int(ranked.indices.max())
-            if largest >= self.num_items:
-                raise ValueError(
-                    f"num_items is the catalog size and must exceed every ranked item id; got "
-                    f"num_items={self.num_items} and an item id {largest}."
-                )
+    @property
+    def item_statistics(self) -> tuple[str, int]:
+        return "num_items", self.num_items
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
