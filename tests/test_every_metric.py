@@ -212,7 +212,7 @@ def _tampered(variant: Variant, state) -> list[tuple[str, object]]:
     tampered.append(("held scores without labels", held))
     if "_query_values" in leaf_states(state)[0]:  # per-query values kept
         edit("more per-query rows than the count", _one_more_query)
-        edit("duplicate per-query keys", lambda leaf: leaf["_query_keys"].fill_(0))
+        edit("duplicate per-query keys", _one_more_query_again)
         edit(
             "float per-query keys", lambda leaf: leaf.__setitem__("_query_keys", leaf["_query_keys"].double())
         )
@@ -221,11 +221,19 @@ def _tampered(variant: Variant, state) -> list[tuple[str, object]]:
         rows = sums.shape[0]
         edit("negative float sums", lambda leaf: leaf.__setitem__("_sum_per_k", torch.full((rows,), -5.0)))
         edit("negative whole limb", lambda leaf: leaf["_sum_per_k"][:, 0].fill_(-7))
-        edit("flag of 5", lambda leaf: leaf["_sum_per_k"][:, -1].fill_(5))
+        edit("flags past the count", lambda leaf: leaf["_sum_per_k"][:, -1].fill_(leaf["_num_examples"] + 1))
         edit("sums of another shape", lambda leaf: leaf.__setitem__("_sum_per_k", torch.cat([sums, sums])))
     else:
         edit("negative item counts", lambda leaf: leaf["_sum_per_k"].sub_(100))
     return tampered
+
+
+def _one_more_query_again(leaf: dict) -> None:
+    """A kept value repeated under the same key, counted as another query."""
+    leaf["_query_values"] = torch.cat([leaf["_query_values"], leaf["_query_values"][:1]])
+    leaf["_query_keys"] = torch.cat([leaf["_query_keys"], leaf["_query_keys"][:1]])
+    leaf["_num_examples"] = leaf["_num_examples"] + 1
+    leaf["_queries_arrived"] += 1
 
 
 def _one_more_query(leaf: dict) -> None:

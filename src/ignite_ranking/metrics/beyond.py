@@ -8,6 +8,7 @@ construction on any device. A list shorter than k (``-1`` padding, items left ou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -137,6 +138,7 @@ class Novelty(_ListMeasure):
         [1.0, 2.0]
     """
 
+    value_range = (0.0, math.inf)
     name = "novelty"
 
     def __init__(
@@ -200,6 +202,7 @@ class AveragePopularity(_ListMeasure):
         [4.75]
     """
 
+    value_range = (0.0, math.inf)
     name = "arp"
 
     def __init__(
@@ -263,6 +266,7 @@ class LongTailShare(_ListMeasure):
         [0.0, 0.5]
     """
 
+    value_range = (0.0, 1.0)
     name = "aplt"
     statistic = "tail_items"
 
@@ -331,6 +335,7 @@ class IntraListDiversity(_ListMeasure):
         [0.0, 0.6666666666666667]
     """
 
+    value_range = (0.0, 2.0)
     name = "ild"
     min_items = 2
     keeps = "queries with two listed items"
@@ -408,6 +413,7 @@ class Serendipity(RankingMetric):
         [0.0, 0.5]
     """
 
+    value_range = (0.0, 1.0)
     name = "serendipity"
     cutoff_tail = "repeat"
     needs_items = True
@@ -524,6 +530,7 @@ class ExpectedExposure(RankingMetric):
         rank 0's exposure in the target (0.5 each): EE-L = 1 + 0.25 + 0.25.
     """
 
+    value_range = (0.0, math.inf)
     name = "ee"
     needs_ideal = True
     needs_counts = True

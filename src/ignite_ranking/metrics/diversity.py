@@ -10,6 +10,7 @@ dense or a sparse COO tensor: item i is relevant to subtopic s iff
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -180,6 +181,7 @@ class AlphaNDCG(SubtopicMetric):
         [1.0, 0.8066]
     """
 
+    value_range = (0.0, math.inf)  # its greedy ideal can be beaten: no upper bound
     name = "alpha_ndcg"
     cutoff_tail = "repeat"  # past the ranked items neither DCG nor the ideal DCG grows
     _settings_keys = (*RankingMetric._settings_keys, "alpha")

@@ -8,8 +8,9 @@ state leaves the metric exactly as it was (docs: contract, "state checks"):
 - the count is an integer in ``[0, 2**63)``;
 - the limbs are carried (each fraction limb in ``[0, 2**32)``), and each sum is what ``count``
   values can give: values in the metric's ``value_range`` (``[0, 1]`` for most), their squares
-  in ``[0, max(low**2, high**2)]``, to within 2**-40 a query for rounding, and no flag; without
-  a declared range, values below 2**31 in magnitude (squares below 2**31) and at most ``count``
+  in ``[0, max(low**2, high**2)]``, to within 2**-40 a query for rounding, and no flag (a
+  range open above, such as Novelty's ``[0, inf)``, allows up to ``count`` flags); without a
+  declared range, values below 2**31 in magnitude (squares below 2**31) and at most ``count``
   flags;
 - per-query values: one row per counted query, in the range, with unique integer keys.
 """
@@ -116,6 +117,7 @@ def check_limbs(sums: torch.Tensor, count: int, value_range: tuple[float, float]
             )
         if total is None:  # flagged: the mean is NaN, the other limbs are not defined
             continue
+        least, most = max(least, -_WIDE), min(most, _WIDE)  # wider values are flagged, not summed
         lowest, highest = _units(count, least, -_SLACK), _units(count, most, _SLACK)
         if not lowest <= total <= highest:
             raise ValueError(
