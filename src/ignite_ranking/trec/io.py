@@ -65,7 +65,7 @@ __all__ = [
 
 _BLOCK = 2 << 20  # small enough for the per-block temporaries to stay in cache: ~25% less CPU than 8 MiB
 _GZIP_MAGIC = b"\x1f\x8b"
-_IDS = "surrogateescape"  # ids that are not UTF-8 decode to str that encode back to their bytes
+_ID_ERRORS = "surrogateescape"  # ids that are not UTF-8 decode to str that encode back to their bytes
 _MAX_GRADE = 2**53  # grades are integers of smaller magnitude: exact in float64 and in int64
 _PAD = 64  # readable bytes after each block, see _gather
 _POW10 = 10.0 ** np.arange(23)
@@ -157,7 +157,7 @@ class DuplicateEntryError(ValueError):
     def __init__(self, kind: str, qid: str, docno: bytes) -> None:
         self.kind, self.qid, self.docno = kind, qid, docno
         verb = "appears twice" if kind == "run" else "is judged twice"
-        self.what = f"document {docno.decode(errors=_IDS)!r} {verb} for query {qid!r}"
+        self.what = f"document {docno.decode(errors=_ID_ERRORS)!r} {verb} for query {qid!r}"
         super().__init__(f"{kind}: {self.what}")
 
     def located(self, path: str | os.PathLike | None) -> ValueError:
@@ -183,7 +183,7 @@ def locate_entries(path: str | os.PathLike, qid: str, docno: bytes, limit: int =
 
     Searches the file's blocks for ``docno`` and splits only the lines where it occurs.
     """
-    wanted_qid = qid.encode("utf-8", _IDS)
+    wanted_qid = qid.encode("utf-8", _ID_ERRORS)
     pattern = re.compile(re.escape(docno))
     found: list[int] = []
     line = 1
@@ -256,8 +256,8 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             except (OSError, EOFError, zlib.error) as err:  # corrupt or truncated gzip too
                 read = f" (read up to line {line - 1})" if line > 1 else ""
                 raise ValueError(f"{os.fspath(path)}: cannot read the file{read}: {err}") from err
-            if bar is not None and raw.seekable():
-                bar.update(raw.tell() - bar.n)
+            if bar is not None:  # bytes of the file on disk; of the stream from a pipe
+                bar.update(raw.tell() - bar.n if raw.seekable() else got)
             if not got:
                 break
             filled = len(rest) + got
@@ -287,7 +287,7 @@ def _after_last_newline(buffer: np.ndarray, end: int) -> int:
 
 def _line_text(buf: np.ndarray, index: int, limit: int = 200) -> str:
     """Line ``index`` of ``buf`` for a message (its first ``limit`` characters)."""
-    text = buf.tobytes().split(b"\n")[index].decode("utf-8", _IDS).rstrip("\r")
+    text = buf.tobytes().split(b"\n")[index].decode("utf-8", _ID_ERRORS).rstrip("\r")
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -557,7 +557,7 @@ def _numbers(matrix, name, first_line, lines, buf, what: str, integer: bool) -> 
 
 def _token_text(row: np.ndarray) -> str:
     """A token of a zero-padded matrix row as ``str`` (bytes that are not UTF-8 escaped, as ids)."""
-    return bytes(row[row != 0]).decode("utf-8", _IDS)
+    return bytes(row[row != 0]).decode("utf-8", _ID_ERRORS)
 
 
 def _exact_integer(token: str, value: float) -> bool:
@@ -600,7 +600,7 @@ class _QidInterner:
         found = self.ids.get(key)
         if found is None:
             found = self.ids[key] = len(self.names)
-            self.names.append(key.decode("utf-8", _IDS))
+            self.names.append(key.decode("utf-8", _ID_ERRORS))
         return found
 
 
@@ -642,7 +642,7 @@ def _parse_lines(padded, size, first_line, ncols, value_col, name, expected, wha
     starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected, extra)
     if not len(lines):
         return None
-    tag = buf[starts[-1, -1] : ends[-1, -1]].tobytes().decode("utf-8", _IDS)
+    tag = buf[starts[-1, -1] : ends[-1, -1]].tobytes().decode("utf-8", _ID_ERRORS)
     qid_matrix = _gather(padded, size, starts[:, 0], ends[:, 0])
     docno = _as_bytes(_gather(padded, size, starts[:, 2], ends[:, 2]))
     matrix = _gather(padded, size, starts[:, value_col], ends[:, value_col])
