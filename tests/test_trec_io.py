@@ -254,9 +254,12 @@ def test_non_utf8_query_ids_through_the_cli(tmp_path, monkeypatch):
 def test_duplicates_of_non_utf8_documents_are_told_apart(tmp_path):
     from ignite_ranking.trec import evaluate
 
-    (tmp_path / "qrels").write_bytes(b"q 0 d\xff 1\n")
-    (tmp_path / "run").write_bytes(b"q Q0 d\xfe 1 1 t\nq Q0 d\xff 2 0.5 t\nq Q0 d\xff 3 0.2 t\n")
-    with pytest.raises(ValueError, match=r"run:3: document 'd\\udcff' appears twice .*first at line 2"):
+    (tmp_path / "qrels").write_bytes(b"q\xfe 0 d\xff 1\n")
+    run = b"q\xfe Q0 d\xfe 1 1 t\nq\xfe Q0 d\xff 2 0.5 t\nq\xff Q0 d\xff 1 1 t\nq\xfe Q0 d\xff 3 0.2 t\n"
+    (tmp_path / "run").write_bytes(run)
+    with pytest.raises(
+        ValueError, match=r"run:4: document 'd\\udcff' appears twice for query 'q\\udcfe' .*line 2\)"
+    ):
         evaluate(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"), ["P_1"])
 
 
