@@ -168,3 +168,31 @@ def test_calc_aggregate_is_the_aggregators_value_bit_for_bit(data):
         empty = aggregate(m.aggregator(), np.zeros(0), 0, m.DEFAULT)
         assert repr(empty) == repr(m.aggregator().result())  # NaN for a mean, 0 for a sum
     assert np.isnan(aggregate(AP.aggregator(), np.array([1.0, np.nan]), 0, AP.DEFAULT))
+
+
+@pytest.mark.parametrize("grade", [10**30, 2**53, -(2**53) - 2, float("inf"), float("nan"), 1.5])
+@pytest.mark.parametrize("form", ["dict", "int ids", "frame"])
+def test_grades_that_are_not_exact_integers_are_refused_naming_the_entry(grade, form):
+    # Issue 32: 10**30 was cast to -2**63 (judged, but neither relevant nor non-relevant).
+    run = {"q1": {"d1": 1.0}}
+    if form == "dict":
+        qrels = {"q0": {"a": 1}, "q1": {"d1": 1, "dé": grade}}
+        doc = "'dé'"
+    elif form == "int ids":
+        qrels = {"q0": {5: 1}, "q1": {6: 1, 7: grade}}
+        doc = "'7'"
+    else:
+        qrels = pd.DataFrame(
+            [("q0", "a", 1), ("q1", "d1", 1), ("q1", "dé", grade)],
+            columns=["query_id", "doc_id", "relevance"],
+        )
+        doc = "'dé'"
+    with pytest.raises(
+        ValueError, match=f"qrels: relevance must be integers .* for query 'q1', document {doc}"
+    ):
+        provider.calc_aggregate([P @ 5], qrels, run)
+
+
+def test_grades_just_below_two_to_the_53_are_kept():
+    qrels = {"q": {"a": 2**53 - 1, "b": 1 - 2**53, "c": 2}}
+    assert provider.as_qrels(qrels).rel.tolist() == [2**53 - 1, 1 - 2**53, 2]

@@ -231,7 +231,9 @@ def _trec_lines(result, tag: str, per_query: bool) -> list[str]:
         lines.append(f"{name:<22}\t{qid}\t{text}")
 
     if per_query:
-        order = sorted(range(result.num_queries), key=lambda i: result.queries[i].encode())
+        order = sorted(
+            range(result.num_queries), key=lambda i: result.queries[i].encode("utf-8", "surrogateescape")
+        )
         for i in order:
             for m in result.measures:
                 if m.family in _SUMMARY_ONLY:
@@ -426,6 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     module (scipy, matplotlib), each with one line on stderr."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # ids that are not UTF-8 print as the file's bytes
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         return _compare(args) if args.command == "compare" else _evaluate(args)
     except (ValueError, OSError) as err:

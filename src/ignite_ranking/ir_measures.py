@@ -58,7 +58,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
-from .trec.columns import DictQrels, columns, str_keyed_columns
+from .trec.columns import DictQrels, columns, grades, str_keyed_columns
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -166,10 +166,8 @@ def as_qrels(qrels) -> Qrels:
         qids, codes, docs, rel, ids = str_keyed_columns(qrels, "qrels")
     else:
         (qids, codes, docs, rel), ids = columns(qrels, "qrels"), None
-    if rel.size and not np.all(rel == np.round(rel)):
-        raise ValueError("qrels: relevance must be integers")
     kind = Qrels if ids is None else DictQrels
-    return kind(qids=qids, qid=codes, docno=docs, rel=rel.astype(np.int64), ids=ids)
+    return kind(qids=qids, qid=codes, docno=docs, rel=grades(rel, qids, codes, docs, ids), ids=ids)
 
 
 def as_diversity_qrels(qrels) -> DiversityQrels:

@@ -33,7 +33,7 @@ from struct import pack_into
 
 import numpy as np
 
-from .io import _PAD, Qrels, _as_bytes, _gather
+from .io import _MAX_GRADE, _PAD, Qrels, _as_bytes, _gather
 
 __all__ = [
     "FIELDS",
@@ -42,6 +42,7 @@ __all__ = [
     "columns",
     "dict_entries",
     "doc_ids",
+    "grades",
     "query_dicts",
     "str_keyed_columns",
 ]
@@ -80,9 +81,26 @@ def _tokens(blob: bytes, ids: Collection) -> np.ndarray:
 def _joined(ids: Iterable) -> bytes:
     """The ids joined by newlines, in UTF-8; ids that are not ``str`` go through ``str()``."""
     try:
-        return "\n".join(ids).encode("utf-8")
+        return "\n".join(ids).encode("utf-8", "surrogateescape")
     except TypeError:  # not all str
-        return "\n".join(map(str, ids)).encode("utf-8")
+        return "\n".join(map(str, ids)).encode("utf-8", "surrogateescape")
+
+
+def grades(
+    values: np.ndarray, qids: list[str], codes: np.ndarray, docs: np.ndarray | None, ids: np.ndarray | None
+) -> np.ndarray:
+    """The qrels' grades (``float64`` columns) as ``int64``; a ValueError names the query and the
+    document of the first one that is not an integer of magnitude below 2**53 (as the readers: a
+    larger one would lose digits, ``inf`` and ``10**30`` would wrap around)."""
+    wrong = np.flatnonzero((values != np.round(values)) | ~(np.abs(values) < _MAX_GRADE))
+    if wrong.size:
+        i = int(wrong[0])
+        doc = ids[i] if ids is not None else docs[i].decode("utf-8", "surrogateescape")
+        raise ValueError(
+            f"qrels: relevance must be integers of magnitude below 2**53 ({_MAX_GRADE}), got "
+            f"{float(values[i])!r} for query {qids[codes[i]]!r}, document {doc!r}"
+        )
+    return values.astype(np.int64)
 
 
 def query_dicts(data: Mapping, name: str) -> list[Mapping]:

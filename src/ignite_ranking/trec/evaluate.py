@@ -424,7 +424,7 @@ def _summaries(
     With ``missing_as_zero``, trec_eval's ``num_rel`` total counts the judgements of grade > 0 in
     the whole qrels, whatever the relevance level; so does this.
     """
-    in_order = out[sorted(range(len(queries)), key=lambda i: queries[i].encode())]
+    in_order = out[sorted(range(len(queries)), key=lambda i: queries[i].encode("utf-8", "surrogateescape"))]
     means = {}
     for column, m in enumerate(measures):
         if m.family == "num_rel" and missing_as_zero:

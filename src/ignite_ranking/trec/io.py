@@ -5,18 +5,25 @@ Both readers take the file in blocks of a few MiB and parse each block with vect
 must have the expected number of columns, and the columns we need are gathered into arrays.
 
 - Query ids are interned: ``qid`` is an ``int32`` array of indices into ``qids`` (the distinct
-  query ids in order of first appearance).
+  query ids in order of first appearance). Ids are decoded from UTF-8 with ``surrogateescape``:
+  bytes that are not UTF-8 stay distinct (``q\\xff`` and ``q\\xfe`` are two queries) and
+  ``qid.encode("utf-8", "surrogateescape")`` gives the file's bytes back.
 - Document ids are kept as one fixed-width numpy bytes array (``dtype 'S<n>'``), the compact
   form that the evaluator needs for exact joins and for trec_eval's docno tie order.
 - Numbers are parsed with an exact vectorized decimal parser (``[+-]digits[.digits][e[+-]digits]``,
   correctly rounded like ``strtod``); anything else (``inf``, very long mantissas) falls back to
-  Python's ``float`` for that token only.
+  Python's ``float`` for that token only. A relevance must be an integer of magnitude below
+  2**53 (``1e20``, ``inf``, ``2.5`` and ``9007199254740993`` are refused: each would be cast
+  or rounded to another grade).
 
 As in trec_eval 10: blank lines and comment lines (whose first non-blank character is ``#``)
 are skipped, and a run line may have more than six columns (what follows the tag is ignored);
 a qrels line has exactly four. A malformed line is refused with a ``ValueError`` that names the
-file, the line number (from 1) and what was expected; so is a file without any line to read.
-Columns are separated by spaces or tabs (any ASCII control character counts as a separator).
+file, the line number (from 1) and what was expected (the first malformed line of the file);
+so is a file without any line to read, a carriage return that is not followed by a line feed
+(old Mac line ends) and a gzip file that is corrupt or truncated. Columns are separated by
+runs of bytes 0x00-0x20 (space, tab and the other control characters; DEL, 0x7f, is part of a
+token, as in trec_eval, whose ``isspace`` does not take it). Lines end with ``\\n`` or ``\\r\\n``.
 
 Example:
     >>> import tempfile, os
@@ -35,10 +42,12 @@ import gzip
 import math
 import os
 import re
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import numpy as np
 
@@ -56,6 +65,8 @@ __all__ = [
 
 _BLOCK = 2 << 20  # small enough for the per-block temporaries to stay in cache: ~25% less CPU than 8 MiB
 _GZIP_MAGIC = b"\x1f\x8b"
+_ID_ERRORS = "surrogateescape"  # ids that are not UTF-8 decode to str that encode back to their bytes
+_MAX_GRADE = 2**53  # grades are integers of smaller magnitude: exact in float64 and in int64
 _PAD = 64  # readable bytes after each block, see _gather
 _POW10 = 10.0 ** np.arange(23)
 # _BYTE_MASKS[i] keeps the first i bytes (in memory order) of a little-endian uint64.
@@ -117,7 +128,7 @@ class Run:
         qid: ``int32`` index into ``qids`` of each entry.
         docno: the document id of each entry (numpy bytes array).
         score: ``float64`` score of each entry.
-        tag: the run tag of the first line ("" for an empty run).
+        tag: the run tag (sixth column) of the last line, as trec_eval's ``runid`` takes it.
         path: the file it was read from (None when built in memory), for messages.
     """
 
@@ -146,17 +157,17 @@ class DuplicateEntryError(ValueError):
     def __init__(self, kind: str, qid: str, docno: bytes) -> None:
         self.kind, self.qid, self.docno = kind, qid, docno
         verb = "appears twice" if kind == "run" else "is judged twice"
-        self.what = f"document {docno.decode(errors='replace')!r} {verb} for query {qid!r}"
+        self.what = f"document {docno.decode(errors=_ID_ERRORS)!r} {verb} for query {qid!r}"
         super().__init__(f"{kind}: {self.what}")
 
     def located(self, path: str | os.PathLike | None) -> ValueError:
         """The error as ``path:line: ...`` with the 1-based line of the second occurrence (and
         the first), or itself when there is no file or the lines are not found."""
-        if path is None:
+        if path is None or not os.path.isfile(path):  # a pipe cannot be read again
             return self
         try:
             lines = locate_entries(path, self.qid, self.docno)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             return self
         if len(lines) < 2:
             return self
@@ -172,7 +183,7 @@ def locate_entries(path: str | os.PathLike, qid: str, docno: bytes, limit: int =
 
     Searches the file's blocks for ``docno`` and splits only the lines where it occurs.
     """
-    wanted_qid = qid.encode("utf-8")
+    wanted_qid = qid.encode("utf-8", _ID_ERRORS)
     pattern = re.compile(re.escape(docno))
     found: list[int] = []
     line = 1
@@ -210,8 +221,7 @@ def open_trec_file(path: str | os.PathLike):
         ``tell()`` gives progress in bytes of the file on disk.
     """
     raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    magic = raw.read(2)
-    raw.seek(0)
+    magic = raw.peek(2)[:2]  # not read: pipes (/dev/stdin) cannot seek back
     if magic == _GZIP_MAGIC or os.fspath(path).endswith(".gz"):
         return gzip.GzipFile(fileobj=raw, mode="rb"), raw
     return raw, raw
@@ -229,7 +239,7 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
         from tqdm import tqdm
 
         bar = tqdm(
-            total=os.path.getsize(path),
+            total=os.path.getsize(path) if raw.seekable() else None,
             unit="B",
             unit_scale=True,
             desc=f"reading {os.path.basename(os.fspath(path))}",
@@ -243,10 +253,11 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             buffer[: len(rest)] = np.frombuffer(rest, dtype=np.uint8)
             try:
                 got = stream.readinto(memoryview(buffer)[len(rest) : len(rest) + _BLOCK])
-            except (OSError, EOFError) as err:
-                raise ValueError(f"{os.fspath(path)}: cannot read the file: {err}") from err
-            if bar is not None:
-                bar.update(raw.tell() - bar.n)
+            except (OSError, EOFError, zlib.error) as err:  # corrupt or truncated gzip too
+                read = f" (read up to line {line - 1})" if line > 1 else ""
+                raise ValueError(f"{os.fspath(path)}: cannot read the file{read}: {err}") from err
+            if bar is not None:  # bytes of the file on disk; of the stream from a pipe
+                bar.update(raw.tell() - bar.n if raw.seekable() else got)
             if not got:
                 break
             filled = len(rest) + got
@@ -274,9 +285,33 @@ def _after_last_newline(buffer: np.ndarray, end: int) -> int:
     return start + found + 1 if found >= 0 else 0
 
 
-def _line_text(buf: np.ndarray, index: int) -> str:
-    lines = buf.tobytes().split(b"\n")
-    return lines[index].decode("utf-8", "replace").rstrip("\r")
+def _line_text(buf: np.ndarray, index: int, limit: int = 200) -> str:
+    """Line ``index`` of ``buf`` for a message (its first ``limit`` characters)."""
+    text = buf.tobytes().split(b"\n")[index].decode("utf-8", _ID_ERRORS).rstrip("\r")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _LineError(ValueError):
+    """A malformed line of a block, ``index`` its 0-based line there (see :func:`_parse_block`)."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def _refuse_lone_cr(buf: np.ndarray, name: str, first_line: int) -> None:
+    """Refuses a carriage return that is not followed by a line feed (old Mac line ends, which
+    would otherwise read as one long line)."""
+    cr = np.flatnonzero(buf == 13)  # the block ends with \n: cr + 1 is in it
+    lone = cr[buf[cr + 1] != 10]
+    if lone.size:
+        index = int(np.count_nonzero(buf[: lone[0]] == 10))
+        raise _LineError(
+            index,
+            f"{name}:{first_line + index}: a carriage return (\\r) not followed by a line feed; "
+            f"lines must end with \\n or \\r\\n (convert old Mac line ends: tr '\\r' '\\n'): "
+            f"{_line_text(buf, index)!r}",
+        )
 
 
 def _tokenize(buf: np.ndarray, ncols: int, name: str, first_line: int, expected: str, extra: bool):
@@ -333,10 +368,11 @@ def _tokenize_general(buf: np.ndarray, ncols: int, name: str, first_line: int, e
     bad = np.flatnonzero((counts != 0) & ((counts < ncols) if extra else (counts != ncols)))
     if bad.size:
         index = int(bad[0])
-        raise ValueError(
+        raise _LineError(
+            index,
             f"{name}:{first_line + index}: expected {'at least ' if extra else ''}{ncols} "
             f"whitespace-separated columns ({expected}), got {int(counts[index])}: "
-            f"{_line_text(buf, index)!r}"
+            f"{_line_text(buf, index)!r}",
         )
     # Every line has ncols tokens or more: keep each line's first ncols.
     first_token = np.cumsum(counts) - counts
@@ -488,29 +524,52 @@ def _parse_general(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _numbers(matrix, name, first_line, lines, buf, what: str, integer: bool) -> np.ndarray:
+    """The tokens' numbers; the first that is not one (NaN included) is refused with its line, and
+    so, when ``integer``, is the first that is not an integer of magnitude below ``_MAX_GRADE``."""
     values, done = _parse_numbers(matrix)
+    refused = np.zeros(len(values), dtype=bool)
     for i in np.flatnonzero(~done):
-        token = bytes(matrix[i][matrix[i] != 0]).decode("utf-8", "replace")
+        token = _token_text(matrix[i])
         try:
-            value = float(token) if "_" not in token else math.nan
+            values[i] = float(token) if "_" not in token else math.nan
         except ValueError:
-            value = math.nan
-        values[i] = value
-        if math.isnan(value):
-            raise ValueError(
-                f"{name}:{first_line + int(lines[i])}: {what} must be a number, got {token!r}: "
-                f"{_line_text(buf, int(lines[i]))!r}"
-            )
-    if integer:
-        wrong = np.flatnonzero(values != np.round(values))
-        if wrong.size:
-            i = int(wrong[0])
-            raise ValueError(
-                f"{name}:{first_line + int(lines[i])}: {what} must be an integer, got "
-                f"{bytes(matrix[i][matrix[i] != 0]).decode('utf-8', 'replace')!r}: "
-                f"{_line_text(buf, int(lines[i]))!r}"
-            )
+            values[i] = math.nan
+        refused[i] = integer and not _exact_integer(token, values[i])
+    if integer:  # the parser's values are exact: below 2**53, an integer value is an integer token
+        refused |= (values != np.round(values)) | ~(np.abs(values) < _MAX_GRADE)
+    refused |= np.isnan(values)
+    wrong = np.flatnonzero(refused)
+    if wrong.size:
+        i = int(wrong[0])
+        if math.isnan(values[i]):
+            kind = "a number"
+        elif abs(values[i]) >= _MAX_GRADE:
+            kind = f"an integer of magnitude below 2**53 ({_MAX_GRADE})"
+        else:
+            kind = "an integer"
+        raise _LineError(
+            int(lines[i]),
+            f"{name}:{first_line + int(lines[i])}: {what} must be {kind}, got "
+            f"{_token_text(matrix[i])!r}: {_line_text(buf, int(lines[i]))!r}",
+        )
     return values
+
+
+def _token_text(row: np.ndarray) -> str:
+    """A token of a zero-padded matrix row as ``str`` (bytes that are not UTF-8 escaped, as ids)."""
+    return bytes(row[row != 0]).decode("utf-8", _ID_ERRORS)
+
+
+def _exact_integer(token: str, value: float) -> bool:
+    """Whether ``token``, which ``float`` reads as ``value``, is exactly an integer of magnitude
+    below ``_MAX_GRADE`` (``1.00000000000000000001`` reads as 1.0 but is not)."""
+    if not abs(value) < _MAX_GRADE:
+        return False
+    try:
+        exact = Decimal(token)
+    except (ArithmeticError, ValueError):
+        return False
+    return exact == exact.to_integral_value()
 
 
 class _QidInterner:
@@ -541,7 +600,7 @@ class _QidInterner:
         found = self.ids.get(key)
         if found is None:
             found = self.ids[key] = len(self.names)
-            self.names.append(key.decode("utf-8", "replace"))
+            self.names.append(key.decode("utf-8", _ID_ERRORS))
         return found
 
 
@@ -561,16 +620,29 @@ def _parse_block(
     """``(qid_matrix, docno, values, tag, second_matrix)`` of the block ``padded[:size]``, or None
     if it is blank.
 
-    ``tag`` is the first row's last column (the run tag; unused for qrels); ``second_matrix`` the
-    second column (diversity qrels' subtopic), gathered only when ``second``. Only the columns that
-    are kept are gathered; the others are only counted.
+    ``tag`` is the last row's last kept column (the run tag; unused for qrels); ``second_matrix``
+    the second column (diversity qrels' subtopic), gathered only when ``second``. Only the columns
+    that are kept are gathered; the others are only counted. Of several malformed lines, the first
+    is refused: each check stops at its first, and the lines before it are checked again.
     """
+    args = (first_line, ncols, value_col, name, expected, what, integer, extra, second)
+    try:
+        return _parse_lines(padded, size, *args)
+    except _LineError as err:
+        if err.index:
+            _parse_block(padded, int(np.flatnonzero(padded[:size] == 10)[err.index - 1]) + 1, *args)
+        raise
+
+
+def _parse_lines(padded, size, first_line, ncols, value_col, name, expected, what, integer, extra, second):
+    """:func:`_parse_block`, refusing the first malformed line that each check finds."""
+    _refuse_lone_cr(padded[:size], name, first_line)
     padded = _blank_comments(padded, size)
     buf = padded[:size]
     starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected, extra)
     if not len(lines):
         return None
-    tag = buf[starts[0, -1] : ends[0, -1]].tobytes().decode("utf-8", "replace")
+    tag = buf[starts[-1, -1] : ends[-1, -1]].tobytes().decode("utf-8", _ID_ERRORS)
     qid_matrix = _gather(padded, size, starts[:, 0], ends[:, 0])
     docno = _as_bytes(_gather(padded, size, starts[:, 2], ends[:, 2]))
     matrix = _gather(padded, size, starts[:, value_col], ends[:, value_col])
@@ -600,7 +672,7 @@ def _read(
         if parsed is None:
             return
         qid_matrix, docno, value, block_tag, second_matrix = parsed
-        if ncols == 6 and not tag:
+        if ncols == 6:
             tag = block_tag
         qids.append(interner(qid_matrix))  # in file order: ids follow first appearance
         docnos.append(docno)
@@ -659,8 +731,9 @@ def read_qrels(path: str | os.PathLike, *, progress: bool = False) -> Qrels:
     never relevant and NDCG gives it no gain (see :mod:`ignite_ranking.trec.judgements`).
 
     Raises:
-        ValueError: a line without exactly 4 columns or with a non-integer relevance, or a file
-            without any judgement; the message names the file (and the line number).
+        ValueError: a line without exactly 4 columns or whose relevance is not an integer of
+            magnitude below 2**53, or a file without any judgement; the message names the file
+            (and the line number).
     """
     names, qid, docno, rel, _ = _read(
         path, 4, 3, "qid iter docno rel", "relevance", integer=True, extra=False, progress=progress
