@@ -287,7 +287,7 @@ def _refuse_long_lines(buffer: np.ndarray, end: int, name: str, first_line: int)
         if (end if stop < 0 else stop) - start > _MAX_LINE:
             number = first_line + int(np.count_nonzero(buffer[:start] == 10))
             raise ValueError(
-                f"{name}:{number}: a line longer than {_MAX_LINE} bytes (1 MiB) is refused: "
+                f"{name}:{number}: a line longer than {_MAX_LINE} bytes is refused: "
                 f"{buffer[start : start + 40].tobytes().decode('utf-8', 'replace')!r}..."
             )
 
