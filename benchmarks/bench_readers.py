@@ -8,7 +8,8 @@ first) and reports its wall time and the resident memory it added at its peak (`
 VmRSS`` before the call, see ``common.py``), with both as ratios to the ordinary run:
 
 - ``ordinary run``: RUN_LINES lines of ``qid Q0 docno rank score tag`` (about 1 MB), read;
-- ``64 KiB docno``, ``64 KiB score``, ``64 KiB qid``: the same run with one such token;
+- ``64 KiB docno``, ``4 KiB docno`` (the longest read: the docno column is then rows x 4 KiB),
+  ``64 KiB score``, ``64 KiB qid``: the same run with one such token;
 - ``3 MiB docno``: 3,000 lines, one holding a 3 MiB document id;
 - ``ordinary ndcg`` / ``grade 1e9 ndcg``: NDCG of the ordinary run on a 2 KB qrels of 100
   queries, ordinary grades / one grade of 1,000,000,000;
@@ -86,6 +87,7 @@ def make_files(directory: str, quick: bool) -> dict[str, tuple[str, ...]]:
     return {
         BASELINE: ("run", run),
         "64 KiB docno": ("run", variant("docno.txt", 10, f"q0 Q0 {'D' * wide} 11 0.5 bench\n")),
+        "4 KiB docno": ("run", variant("docno4k.txt", 10, f"q0 Q0 {'D' * 4096} 11 0.5 bench\n")),
         "64 KiB score": ("run", variant("score.txt", 10, f"q0 Q0 dx 11 {'1' * wide} bench\n")),
         "64 KiB qid": ("run", variant("qid.txt", 10, f"{'Q' * wide} Q0 dx 11 0.5 bench\n")),
         "3 MiB docno": ("run", _write(join(directory, "docno3m.txt"), three)),
@@ -138,11 +140,13 @@ def in_subprocess(kind: str, paths: tuple[str, ...], timeout: float) -> dict:
             [sys.executable, script, "--case", kind, *paths],
             capture_output=True,
             text=True,
-            check=True,
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return {"outcome": f"stopped after {timeout:.0f} s", "s": timeout, "mib": float("nan")}
+    if done.returncode:  # such as a MemoryError: the case failed, the table goes on
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"outcome": f"failed: {last[:60]}", "s": float("nan"), "mib": float("nan")}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
