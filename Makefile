@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ties.py
 	$(BIN)/python benchmarks/bench_worst.py
 	$(BIN)/python benchmarks/bench_trec.py
+	$(BIN)/python benchmarks/bench_readers.py
 	$(BIN)/python benchmarks/bench_ir_measures.py
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_forms.py

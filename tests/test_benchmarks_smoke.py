@@ -75,6 +75,32 @@ def test_peak_memory_sees_an_allocation():
     assert mib >= 0
 
 
+def test_bench_readers_quick(capsys):
+    bench = load("bench_readers")
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| case | file MB | outcome | s | x ordinary | peak MiB | x ordinary |" in out
+    for case, outcome in [
+        ("ordinary run", "read, 500 lines"),
+        ("64 KiB docno", "refused at line 11"),
+        ("64 KiB score", "read, 500 lines"),
+        ("64 KiB qid", "read, 500 lines"),
+        ("3 MiB docno", "refused at line 1501"),
+        ("gzip bomb", "refused at line 1"),
+        ("NUL bomb", "refused at line 1"),
+    ]:
+        assert f"| {case} |" in out and outcome in out.split(f"| {case} |")[1].splitlines()[0]
+    assert "| grade 1e9 ndcg |" in out and "| ordinary ndcg |" in out
+
+
+def test_bench_readers_case_runs_in_a_fresh_process(tmp_path):
+    bench = load("bench_readers")
+    path = str(tmp_path / "run")
+    bench._write(path, bench._run_lines(30))
+    result = bench.in_subprocess("run", (path,), timeout=300)
+    assert result["outcome"] == "read, 30 lines" and result["mib"] >= 0 and result["s"] > 0
+
+
 def test_bench_ir_measures_quick(capsys):
     pytest.importorskip("ir_measures")
     pytest.importorskip("pandas")

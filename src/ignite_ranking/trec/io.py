@@ -25,6 +25,11 @@ so is a file without any line to read, a carriage return that is not followed by
 runs of bytes 0x00-0x20 (space, tab and the other control characters; DEL, 0x7f, is part of a
 token, as in trec_eval, whose ``isspace`` does not take it). Lines end with ``\\n`` or ``\\r\\n``.
 
+Memory and time stay bounded by the file's size: a line longer than 1 MiB (1,048,576 bytes
+before its newline) or a document id longer than 4 KiB (4,096 bytes) is refused with
+``file:line``, and query ids, subtopics and numbers longer than 64 bytes are read one by one,
+apart from the block's token matrix.
+
 Example:
     >>> import tempfile, os
     >>> from ignite_ranking.trec.io import read_qrels, read_run
@@ -68,6 +73,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ID_ERRORS = "surrogateescape"  # ids that are not UTF-8 decode to str that encode back to their bytes
 _MAX_GRADE = 2**53  # grades are integers of smaller magnitude: exact in float64 and in int64
 _PAD = 64  # readable bytes after each block, see _gather
+_MAX_LINE = 1 << 20  # a longer line is refused: a file without newlines is not read whole
+_MAX_DOCNO = 4096  # a longer document id is refused: the docno column is rows x its longest id
+_WIDE = 64  # query ids and numbers longer than this are taken apart from the token matrix
 _POW10 = 10.0 ** np.arange(23)
 # _BYTE_MASKS[i] keeps the first i bytes (in memory order) of a little-endian uint64.
 _BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype="<u8")
@@ -231,7 +239,8 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
     """Yields ``(padded, size, first_line_number)``: a block of whole lines, ``padded[:size]``.
 
     The block ends with ``\\n`` and is followed by at least ``_PAD`` readable bytes (of any value)
-    for :func:`_gather`. The file is read straight into each block's own buffer: no other copy.
+    for :func:`_gather`. The file is read straight into each block's own buffer: no other copy but
+    that of the unfinished last line, at most ``_MAX_LINE`` bytes (a longer line is refused).
     """
     stream, raw = open_trec_file(path)
     bar = None
@@ -261,6 +270,7 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             if not got:
                 break
             filled = len(rest) + got
+            _refuse_long_lines(buffer, filled, os.fspath(path), line)
             cut = _after_last_newline(buffer, filled)
             rest = buffer[cut:filled].tobytes()
             if cut:
@@ -273,6 +283,45 @@ def _blocks(path, progress: bool) -> Iterator[tuple[np.ndarray, int, int]]:
             bar.close()
         stream.close()
         raw.close()
+
+
+def _refuse_long_lines(buffer: np.ndarray, end: int, name: str, first_line: int) -> None:
+    """Raises ValueError if a line of ``buffer[:end]`` (which starts with a line) is longer than
+    ``_MAX_LINE``, its newline excluded; the last line counts even if unfinished.
+
+    Such a line holds a multiple of ``_MAX_LINE`` (every run of ``_MAX_LINE + 1`` offsets does):
+    only the lines around those few offsets are measured.
+    """
+    for offset in range(_MAX_LINE, end, _MAX_LINE):
+        start = _newline_near(buffer, offset, 0, backward=True) + 1
+        stop = _newline_near(buffer, offset, end, backward=False)
+        if (end if stop < 0 else stop) - start > _MAX_LINE:
+            number = first_line + int(np.count_nonzero(buffer[:start] == 10))
+            raise ValueError(
+                f"{name}:{number}: a line longer than {_MAX_LINE} bytes is refused: "
+                f"{buffer[start : start + 40].tobytes().decode('utf-8', 'replace')!r}..."
+            )
+
+
+def _newline_near(buffer: np.ndarray, offset: int, limit: int, backward: bool) -> int:
+    """The offset of the last ``\\n`` before ``offset`` (not before ``limit``) or of the first at
+    or after it (before ``limit``), -1 if none; searched 4 KiB at a time from ``offset``."""
+    step = 4096
+    while (offset > limit) if backward else (offset < limit):
+        if backward:
+            low = max(limit, offset - step)
+            found = buffer[low:offset].tobytes().rfind(b"\n")
+            if found >= 0:
+                return low + found
+            offset = low
+        else:
+            high = min(limit, offset + step)
+            found = buffer[offset:high].tobytes().find(b"\n")
+            if found >= 0:
+                return offset + found
+            offset = high
+        step *= 2
+    return -1
 
 
 def _after_last_newline(buffer: np.ndarray, end: int) -> int:
@@ -411,7 +460,7 @@ def _gather(padded: np.ndarray, size: int, starts: np.ndarray, ends: np.ndarray)
     after it, hence ``_PAD`` (or, for wider tokens, a zero-padded copy).
     """
     lengths = ends - starts
-    width = int(lengths.max()) if lengths.size else 1
+    width = max(int(lengths.max()), 1) if lengths.size else 1
     num_words = -(-width // 8)
     if len(padded) - size < 8 * num_words:
         padded = np.concatenate((padded[:size], np.zeros(8 * num_words, dtype=np.uint8)))
@@ -420,6 +469,35 @@ def _gather(padded: np.ndarray, size: int, starts: np.ndarray, ends: np.ndarray)
     for j in range(num_words):
         out[:, j] = words[starts + 8 * j] & _BYTE_MASKS[np.clip(lengths - 8 * j, 0, 8)]
     return out.view(np.uint8)[:, :width]
+
+
+def _narrow(padded: np.ndarray, size: int, starts: np.ndarray, ends: np.ndarray):
+    """``(matrix, wide)``: :func:`_gather`'s matrix of the tokens of at most ``_WIDE`` bytes
+    (the rows of longer ones left empty), and the longer ones as ``{row: token}``: a few long
+    tokens do not make the matrix rows x their width."""
+    long_rows = np.flatnonzero(ends - starts > _WIDE)
+    if not long_rows.size:
+        return _gather(padded, size, starts, ends), {}
+    wide = {int(i): padded[starts[i] : ends[i]].tobytes() for i in long_rows}
+    ends = ends.copy()
+    ends[long_rows] = starts[long_rows]
+    return _gather(padded, size, starts, ends), wide
+
+
+def _keys(matrix: np.ndarray, wide: dict[int, bytes]) -> np.ndarray:
+    """The tokens of :func:`_narrow` as a numpy bytes array, or an object array of ``bytes`` when
+    some are wide."""
+    keys = _as_bytes(matrix)
+    if wide:
+        keys = keys.astype(object)
+        keys[list(wide)] = list(wide.values())
+    return keys
+
+
+def _token(matrix: np.ndarray, wide: dict[int, bytes], i: int) -> str:
+    """Row ``i``'s token of :func:`_narrow` as ``str`` (bytes that are not UTF-8 escaped, as ids)."""
+    token = wide[i] if i in wide else bytes(matrix[i][matrix[i] != 0])
+    return token.decode("utf-8", _ID_ERRORS)
 
 
 def _as_bytes(matrix: np.ndarray) -> np.ndarray:
@@ -523,13 +601,16 @@ def _parse_general(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, ok
 
 
-def _numbers(matrix, name, first_line, lines, buf, what: str, integer: bool) -> np.ndarray:
-    """The tokens' numbers; the first that is not one (NaN included) is refused with its line, and
-    so, when ``integer``, is the first that is not an integer of magnitude below ``_MAX_GRADE``."""
+def _numbers(matrix, wide, name, first_line, lines, buf, what: str, integer: bool) -> np.ndarray:
+    """The numbers of :func:`_narrow`'s ``(matrix, wide)`` (a wide token is read by ``float``: a
+    token of more than 26 bytes is never one that the vectorized parsers take); the first that is
+    not one (NaN included) is refused with its line, and so, when ``integer``, is the first that is
+    not an integer of magnitude below ``_MAX_GRADE``."""
     values, done = _parse_numbers(matrix)
+    done[list(wide)] = False
     refused = np.zeros(len(values), dtype=bool)
     for i in np.flatnonzero(~done):
-        token = _token_text(matrix[i])
+        token = _token(matrix, wide, int(i))
         try:
             values[i] = float(token) if "_" not in token else math.nan
         except ValueError:
@@ -550,14 +631,9 @@ def _numbers(matrix, name, first_line, lines, buf, what: str, integer: bool) -> 
         raise _LineError(
             int(lines[i]),
             f"{name}:{first_line + int(lines[i])}: {what} must be {kind}, got "
-            f"{_token_text(matrix[i])!r}: {_line_text(buf, int(lines[i]))!r}",
+            f"{_token(matrix, wide, i)!r}: {_line_text(buf, int(lines[i]))!r}",
         )
     return values
-
-
-def _token_text(row: np.ndarray) -> str:
-    """A token of a zero-padded matrix row as ``str`` (bytes that are not UTF-8 escaped, as ids)."""
-    return bytes(row[row != 0]).decode("utf-8", _ID_ERRORS)
 
 
 def _exact_integer(token: str, value: float) -> bool:
@@ -579,8 +655,8 @@ class _QidInterner:
         self.ids: dict[bytes, int] = {}
         self.names: list[str] = []
 
-    def __call__(self, matrix: np.ndarray) -> np.ndarray:
-        keys = _as_bytes(matrix)
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of the keys (a numpy bytes array, or an object array of ``bytes``, see :func:`_keys`)."""
         n = len(keys)
         if n == 0:
             return np.zeros(0, dtype=np.int32)
@@ -617,13 +693,14 @@ def _parse_block(
     extra: bool,
     second: bool = False,
 ):
-    """``(qid_matrix, docno, values, tag, second_matrix)`` of the block ``padded[:size]``, or None
+    """``(qid_keys, docno, values, tag, second_keys)`` of the block ``padded[:size]``, or None
     if it is blank.
 
-    ``tag`` is the last row's last kept column (the run tag; unused for qrels); ``second_matrix``
-    the second column (diversity qrels' subtopic), gathered only when ``second``. Only the columns
-    that are kept are gathered; the others are only counted. Of several malformed lines, the first
-    is refused: each check stops at its first, and the lines before it are checked again.
+    ``tag`` is the last row's last kept column (the run tag; unused for qrels); ``second_keys``
+    the second column (diversity qrels' subtopic), gathered only when ``second``; the keys are
+    :func:`_keys`'. Only the columns that are kept are gathered; the others are only counted. Of
+    several malformed lines, the first is refused: each check stops at its first, and the lines
+    before it are checked again.
     """
     args = (first_line, ncols, value_col, name, expected, what, integer, extra, second)
     try:
@@ -642,13 +719,27 @@ def _parse_lines(padded, size, first_line, ncols, value_col, name, expected, wha
     starts, ends, lines = _tokenize(buf, ncols, name, first_line, expected, extra)
     if not len(lines):
         return None
+    _refuse_long_docnos(buf, starts[:, 2], ends[:, 2], lines, name, first_line)
     tag = buf[starts[-1, -1] : ends[-1, -1]].tobytes().decode("utf-8", _ID_ERRORS)
-    qid_matrix = _gather(padded, size, starts[:, 0], ends[:, 0])
+    qid_keys = _keys(*_narrow(padded, size, starts[:, 0], ends[:, 0]))
     docno = _as_bytes(_gather(padded, size, starts[:, 2], ends[:, 2]))
-    matrix = _gather(padded, size, starts[:, value_col], ends[:, value_col])
-    values = _numbers(matrix, name, first_line, lines, buf, what, integer)
-    second_matrix = _gather(padded, size, starts[:, 1], ends[:, 1]) if second else None
-    return qid_matrix, docno, values, tag, second_matrix
+    matrix, wide = _narrow(padded, size, starts[:, value_col], ends[:, value_col])
+    values = _numbers(matrix, wide, name, first_line, lines, buf, what, integer)
+    second_keys = _keys(*_narrow(padded, size, starts[:, 1], ends[:, 1])) if second else None
+    return qid_keys, docno, values, tag, second_keys
+
+
+def _refuse_long_docnos(buf, starts, ends, lines, name: str, first_line: int) -> None:
+    """Raises ValueError at the first document id longer than ``_MAX_DOCNO`` bytes."""
+    long_rows = np.flatnonzero(ends - starts > _MAX_DOCNO)
+    if long_rows.size:
+        i = int(long_rows[0])
+        raise _LineError(
+            int(lines[i]),
+            f"{name}:{first_line + int(lines[i])}: a document id longer than {_MAX_DOCNO} bytes is "
+            f"refused, got {int(ends[i] - starts[i])} bytes: "
+            f"{buf[starts[i] : starts[i] + 40].tobytes().decode('utf-8', _ID_ERRORS)!r}...",
+        )
 
 
 def _read(
@@ -671,14 +762,14 @@ def _read(
         nonlocal tag
         if parsed is None:
             return
-        qid_matrix, docno, value, block_tag, second_matrix = parsed
+        qid_keys, docno, value, block_tag, second_keys = parsed
         if ncols == 6:
             tag = block_tag
-        qids.append(interner(qid_matrix))  # in file order: ids follow first appearance
+        qids.append(interner(qid_keys))  # in file order: ids follow first appearance
         docnos.append(docno)
         values.append(value)
         if second:
-            seconds.append(second_interner(second_matrix))
+            seconds.append(second_interner(second_keys))
 
     # Blocks are parsed on a thread pool (numpy releases the GIL in the heavy steps) while the
     # next ones are read; results are collected in file order (qids are interned in order of first
