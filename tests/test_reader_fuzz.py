@@ -30,8 +30,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ignite_ranking.trec import io as trec_io
 from ignite_ranking.trec import read_diversity_qrels, read_qrels, read_run
+from ignite_ranking.trec import tokens as trec_tokens
 
 SETTINGS = settings(
     max_examples=50,
@@ -116,7 +116,7 @@ def check(path, data: bytes, kind: str, block: int, truncated: bool = False) -> 
     compares it with the reference."""
     name = str(path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(trec_io, "_BLOCK", block)
+        patch.setattr(trec_tokens, "_BLOCK", block)
         try:
             got = READERS[kind](path)
         except ValueError as err:

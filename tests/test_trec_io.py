@@ -7,8 +7,8 @@ import gzip
 import numpy as np
 import pytest
 
-from ignite_ranking.trec import io as trec_io
 from ignite_ranking.trec import read_qrels, read_run
+from ignite_ranking.trec import tokens as trec_tokens
 
 RUN = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 -1e-3 tag\n\nq2\tQ0\td1\t1\t7 tag\r\nq1 Q0 d3 3 0.1 tag"
 
@@ -42,12 +42,12 @@ def test_read_qrels(tmp_path):
 
 
 def test_blocks_split_lines_exactly(tmp_path, monkeypatch):
-    monkeypatch.setattr(trec_io, "_BLOCK", 7)  # lines straddle many blocks
+    monkeypatch.setattr(trec_tokens, "_BLOCK", 7)  # lines straddle many blocks
     rng = np.random.default_rng(1)
     scores = rng.normal(size=300) * 10.0 ** rng.integers(-8, 8, 300)
     path = tmp_path / "run"
     path.write_text("".join(f"q{i % 5} Q0 doc{i} {i} {float(s)!r} t\n" for i, s in enumerate(scores)))
-    assert sum(1 for _ in trec_io._blocks(path, progress=False)) >= 150  # a line or two each
+    assert sum(1 for _ in trec_tokens.blocks(path, progress=False)) >= 150  # a line or two each
     run = read_run(path)
     assert run.score.tolist() == scores.tolist()  # bit-exact, like float()
     assert run.docno.tolist() == [f"doc{i}".encode() for i in range(300)]
@@ -118,7 +118,7 @@ def test_run_lines_with_more_than_six_columns(tmp_path):
 @pytest.mark.parametrize("reader", ["run", "qrels"])
 def test_comment_lines_are_skipped(tmp_path, reader, monkeypatch):
     # A 4-word comment used to be misread as a judgement; '#' inside a docno is no comment.
-    monkeypatch.setattr(trec_io, "_BLOCK", 23)  # comments straddle blocks too
+    monkeypatch.setattr(trec_tokens, "_BLOCK", 23)  # comments straddle blocks too
     path = tmp_path / "f"
     if reader == "run":
         path.write_text("# a comment\nq1 Q0 d#1 1 2.5 t\n   # indented comment\n#\nq1 Q0 d2 2 1.5 t\n#end")
@@ -171,14 +171,14 @@ def test_plain_and_exponent_scores_in_one_block(tmp_path):
 
 @pytest.mark.parametrize("block", [5, 16, 1 << 20])
 def test_locate_entries_finds_lines_across_blocks(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(trec_io, "_BLOCK", block)
+    monkeypatch.setattr(trec_tokens, "_BLOCK", block)
     lines = ["# d7 q3", "3 Q0 d7x 1 1 t", "q3 Q0 d7 1 1 t", "", "3  Q0\td7 2 0.5 t", "3 Q0 d7 3 0.1 t"]
     path = tmp_path / "run"
     path.write_text("\n".join(lines))  # no final newline
-    assert trec_io.locate_entries(path, "3", b"d7") == [5, 6]
-    assert trec_io.locate_entries(path, "3", b"d7", limit=5) == [5, 6]
-    assert trec_io.locate_entries(path, "q3", b"d7") == [3]
-    assert trec_io.locate_entries(path, "3", b"nope") == []
+    assert trec_tokens.locate_entries(path, "3", b"d7") == [5, 6]
+    assert trec_tokens.locate_entries(path, "3", b"d7", limit=5) == [5, 6]
+    assert trec_tokens.locate_entries(path, "q3", b"d7") == [3]
+    assert trec_tokens.locate_entries(path, "3", b"nope") == []
 
 
 # Issue 32: grades outside int64 or past float64's integers, non-UTF-8 ids, lone CRs, corrupt
@@ -310,7 +310,7 @@ def test_del_is_part_of_a_token_as_in_trec_eval(tmp_path):
 @pytest.mark.parametrize("block", [9, 1 << 20])
 def test_the_run_tag_is_the_last_lines(tmp_path, monkeypatch, block):
     # trec_eval's runid keeps the tag of the last line.
-    monkeypatch.setattr(trec_io, "_BLOCK", block)
+    monkeypatch.setattr(trec_tokens, "_BLOCK", block)
     path = tmp_path / "run"
     path.write_text("q Q0 d1 1 1 first\nq Q0 d2 2 0.5 middle\nq Q0 d3 3 0.2 last extra\n\n# end\n")
     assert read_run(path).tag == "last"

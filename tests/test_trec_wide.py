@@ -8,8 +8,8 @@ import gzip
 
 import pytest
 
-from ignite_ranking.trec import io as trec_io
 from ignite_ranking.trec import read_diversity_qrels, read_qrels, read_run
+from ignite_ranking.trec import tokens as trec_tokens
 
 LINES = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {1.0 / (i + 1)!r} tag\n" for i in range(200)]
 
@@ -27,7 +27,7 @@ def _write(path, lines, compress=False):
 @pytest.mark.parametrize("block", [None, 4096])  # the long id inside a block, or across blocks
 def test_a_long_query_id_is_read_and_interned_like_a_short_one(tmp_path, monkeypatch, block):
     if block:
-        monkeypatch.setattr(trec_io, "_BLOCK", block)
+        monkeypatch.setattr(trec_tokens, "_BLOCK", block)
     long_qid = "Q" * 65536
     lines = list(LINES)
     for i in (3, 50, 51, 199):
@@ -104,8 +104,8 @@ def test_a_line_of_1_mib_is_read_and_one_byte_more_refused(tmp_path):
 
 @pytest.mark.parametrize("block", [7, 64, 1000])
 def test_the_line_limit_holds_wherever_the_blocks_cut(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(trec_io, "_BLOCK", block)
-    monkeypatch.setattr(trec_io, "_MAX_LINE", 40)
+    monkeypatch.setattr(trec_tokens, "_BLOCK", block)
+    monkeypatch.setattr(trec_tokens, "_MAX_LINE", 40)
     short = [f"q{i % 3} Q0 d{i} 1 {i} t\n" for i in range(60)]  # 16-17 bytes
     for at in (0, 17, 59):
         lines = list(short)
@@ -120,16 +120,16 @@ def test_long_tokens_never_widen_the_token_matrix(tmp_path, monkeypatch):
     # The bound itself: every matrix the block parser gathers is at most 64 bytes wide here
     # (rows x 64), where a 64 KiB query id and score used to make it rows x 64 KiB.
     widths = []
-    gather = trec_io._gather
+    gather = trec_tokens.gather
 
     def spy(padded, size, starts, ends):
         matrix = gather(padded, size, starts, ends)
         widths.append(matrix.shape[1])
         return matrix
 
-    monkeypatch.setattr(trec_io, "_gather", spy)
+    monkeypatch.setattr(trec_tokens, "gather", spy)
     lines = list(LINES)
     lines[10] = f"{'Q' * 65536} Q0 d10 1 {'1' * 65536} tag\n"
     run = read_run(_write(tmp_path / "run", lines))
     assert run.qids[1] == "Q" * 65536 and run.score[10] == float("1" * 65536)
-    assert widths and max(widths) <= trec_io._WIDE == 64
+    assert widths and max(widths) <= trec_tokens._WIDE == 64

@@ -33,7 +33,9 @@ from struct import pack_into
 
 import numpy as np
 
-from .io import _MAX_GRADE, _PAD, Qrels, _as_bytes, _gather
+from .decimals import MAX_GRADE
+from .records import Qrels
+from .tokens import PAD, as_bytes, gather
 
 __all__ = [
     "FIELDS",
@@ -68,14 +70,14 @@ def _tokens(blob: bytes, ids: Collection) -> np.ndarray:
     if blob.count(b"\n") != len(ids) - 1:  # an id holds a newline: one id at a time
         return np.array([_joined([d]) for d in ids], dtype="S")
     size = len(blob) + 1
-    buffer = np.empty(size + _PAD, dtype=np.uint8)  # _gather reads up to _PAD bytes past a token
+    buffer = np.empty(size + PAD, dtype=np.uint8)  # gather reads up to PAD bytes past a token
     buffer[: len(blob)] = np.frombuffer(blob, dtype=np.uint8)
     buffer[len(blob)] = 10
     ends = np.flatnonzero(buffer[:size] == 10)
     starts = np.empty_like(ends)
     starts[0] = 0
     np.add(ends[:-1], 1, out=starts[1:])
-    return _as_bytes(_gather(buffer, size, starts, ends))
+    return as_bytes(gather(buffer, size, starts, ends))
 
 
 def _joined(ids: Iterable) -> bytes:
@@ -92,12 +94,12 @@ def grades(
     """The qrels' grades (``float64`` columns) as ``int64``; a ValueError names the query and the
     document of the first one that is not an integer of magnitude below 2**53 (as the readers: a
     larger one would lose digits, ``inf`` and ``10**30`` would wrap around)."""
-    wrong = np.flatnonzero((values != np.round(values)) | ~(np.abs(values) < _MAX_GRADE))
+    wrong = np.flatnonzero((values != np.round(values)) | ~(np.abs(values) < MAX_GRADE))
     if wrong.size:
         i = int(wrong[0])
         doc = ids[i] if ids is not None else docs[i].decode("utf-8", "surrogateescape")
         raise ValueError(
-            f"qrels: relevance must be integers of magnitude below 2**53 ({_MAX_GRADE}), got "
+            f"qrels: relevance must be integers of magnitude below 2**53 ({MAX_GRADE}), got "
             f"{float(values[i])!r} for query {qids[codes[i]]!r}, document {doc!r}"
         )
     return values.astype(np.int64)
