@@ -685,3 +685,30 @@ def test_repeated_relevant_id_names_the_query_of_the_evaluation():
             ranking,
             query_ids=torch.tensor([10, 11]),
         )
+
+
+def test_the_forms_modules_import_downwards_only():
+    """forms -> sources -> candidates, and held -> forms: no module of the forms' split imports one
+    that imports it back (any import, at module level or inside a function)."""
+    import ast
+    import pathlib
+
+    import ignite_ranking.kernels as kernels
+
+    root = pathlib.Path(kernels.__file__).parent
+    graph = {}
+    for path in root.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                imported.add(node.module.split(".")[0])
+        graph[path.stem] = imported
+
+    def reaches(start, goal, seen=()):
+        nexts = graph.get(start, ())
+        return any(m == goal or (m not in seen and reaches(m, goal, (*seen, m))) for m in nexts)
+
+    for module in ("forms", "candidates", "sources", "held"):
+        assert not reaches(module, module), module
+    assert {"sources", "candidates"} <= graph["forms"] and "candidates" in graph["sources"]
+    assert "forms" in graph["held"]

@@ -31,7 +31,7 @@ import torch
 
 from .batch import RankedBatch, sum_to_cutoffs
 from .forms import Retrieved
-from .inputs import _FLOAT_DTYPES, _LABEL_DTYPES
+from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES
 
 __all__ = [
     "ExposureValues",
@@ -54,7 +54,6 @@ __all__ = [
     "values_at",
 ]
 
-_F64 = torch.float64
 # The exact sums hold values below 2**31 in magnitude (see exact_sum); larger popularity is refused.
 _LARGEST = 2.0**31
 

@@ -19,6 +19,7 @@ __all__ = [
     "refuse_nan",
 ]
 
+_F64 = torch.float64
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _LABEL_DTYPES = (
     torch.bool,

@@ -43,10 +43,9 @@ from ..kernels.forms import (
     Retrieved,
     check_ignore_index,
     flush,
-    held_from_state,
-    held_to_state,
     normalize,
 )
+from ..kernels.held import held_from_state, held_to_state
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from ..kernels.ties import AskedCutoffs
 from .label_notes import LabelNotes

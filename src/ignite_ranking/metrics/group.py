@@ -17,9 +17,8 @@ from ..kernels.forms import (
     Retrieved,
     check_ignore_index,
     flush,
-    held_from_state,
-    held_to_state,
 )
+from ..kernels.held import held_from_state, held_to_state
 from .base import (
     RankingMetric,
     add_pending_sums,
