@@ -20,11 +20,8 @@ from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import (
     RankedBatch,
     beyond,
-    check_confidence,
     check_flag,
     check_inputs,
-    check_threshold,
-    check_ties,
     normalize_top_k,
 )
 from ..kernels.exact_sum import (
@@ -50,6 +47,13 @@ from ..kernels.forms import (
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from ..kernels.ties import AskedCutoffs
 from .label_notes import LabelNotes
+from .options import (
+    AGGREGATIONS,
+    EMPTY_TARGET_ACTIONS,
+    check_aggregation,
+    check_empty_target_action,
+    checked_settings,
+)
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
 from .state import LoadedState, check_limbs, check_tensors, loaded_count, loaded_per_query
 
@@ -67,60 +71,6 @@ __all__ = [
 ]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
-
-# What to do with a query that ``ignore_zero_hits=True`` would leave out (torchmetrics' names):
-# leave it out, count it as 0, count it as 1, or refuse the update.
-EMPTY_TARGET_ACTIONS = ("skip", "neg", "pos", "error")
-# The named aggregations of the per-query values; a callable is the other choice.
-AGGREGATIONS = ("mean", "median", "min", "max")
-
-
-def check_empty_target_action(action: object) -> str | None:
-    """``empty_target_action`` if it is None or one of :data:`EMPTY_TARGET_ACTIONS`, else raises."""
-    if action is None:
-        return None
-    if not isinstance(action, str):
-        raise TypeError(
-            f"empty_target_action must be None or one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r} "
-            f"of type {type(action).__name__}."
-        )
-    if action not in EMPTY_TARGET_ACTIONS:
-        raise ValueError(f"empty_target_action must be one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r}.")
-    return action
-
-
-def check_aggregation(aggregation: object) -> str | Callable:
-    """``aggregation`` if it is one of :data:`AGGREGATIONS` or a callable, else raises."""
-    if isinstance(aggregation, str):
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(
-                f"aggregation must be one of {list(AGGREGATIONS)} or a callable, got {aggregation!r}."
-            )
-        return aggregation
-    if not callable(aggregation):
-        raise TypeError(
-            f"aggregation must be one of {list(AGGREGATIONS)} or a callable over a 1-D tensor of "
-            f"per-query values, got {aggregation!r} of type {type(aggregation).__name__}."
-        )
-    return aggregation
-
-
-def resolve_empty_target_action(ignore_zero_hits: bool | None, action: str | None) -> str:
-    """The action that ``ignore_zero_hits`` and ``empty_target_action`` (either may be None: not
-    given; both checked) say together, refusing two that disagree: True is "skip", False "neg"."""
-    implied = None if ignore_zero_hits is None else ("skip" if ignore_zero_hits else "neg")
-    if action is None:
-        if implied is None:
-            raise ValueError("give ignore_zero_hits or empty_target_action")
-        return implied
-    if implied is not None and implied != action:
-        raise ValueError(
-            f"ignore_zero_hits={ignore_zero_hits} and empty_target_action={action!r} disagree: "
-            "ignore_zero_hits=True is empty_target_action='skip' and False is 'neg'; pass "
-            "empty_target_action alone."
-        )
-    return action
-
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
 _SETTINGS = "_settings"
@@ -331,45 +281,7 @@ class RankingMetric(Metric):
         must agree (True is "skip", False "neg"); either sets both attributes
         (``ignore_zero_hits`` is True for "skip" only).
         """
-        checks = {
-            "ignore_zero_hits": lambda v: check_flag("ignore_zero_hits", v),
-            "empty_target_action": check_empty_target_action,
-            "relevance_threshold": check_threshold,
-            "ties": check_ties,
-            "confidence": check_confidence,
-            "aggregation": check_aggregation,
-        }
-        checked = {key: checks[key](value) for key, value in settings.items()}
-        if "ignore_zero_hits" in checked or "empty_target_action" in checked:
-            action = resolve_empty_target_action(
-                checked.pop("ignore_zero_hits", None), checked.pop("empty_target_action", None)
-            )
-            checked["empty_target_action"] = action
-            checked["ignore_zero_hits"] = action == "skip"
-        aggregation = checked.get("aggregation", self.__dict__.get("aggregation", "mean"))
-        confidence = checked.get("confidence", self.__dict__.get("confidence"))
-        if not (isinstance(aggregation, str) and aggregation == "mean"):
-            if not self.has_per_query_values:
-                raise ValueError(
-                    f"{type(self).__name__} pools its queries: it has no per-query values to "
-                    f"aggregate; got aggregation={aggregation!r}."
-                )
-            if confidence is not None:
-                raise ValueError(
-                    f"confidence gives intervals of the mean; it does not go with "
-                    f"aggregation={aggregation!r} (got confidence={confidence!r})."
-                )
-        ties = checked.get("ties", self.__dict__.get("ties", "first"))
-        if ties == "average" and self.judged_only:
-            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
-        if ties == "average" and self.without_average:
-            raise ValueError(f"{type(self).__name__} {self.without_average}; got ties='average'.")
-        if checked.get("confidence") is not None and not self.has_per_query_values:
-            raise ValueError(
-                f"{type(self).__name__} pools its queries: it has no per-query values to give an "
-                f"interval of; got confidence={checked['confidence']!r}."
-            )
-        self.__dict__.update(checked)
+        self.__dict__.update(checked_settings(self, settings))
 
     @property
     def depth(self) -> int:

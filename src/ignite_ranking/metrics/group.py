@@ -24,13 +24,12 @@ from .base import (
     RankingMetric,
     add_pending_sums,
     bounds_by_name,
-    check_empty_target_action,
     flat_ids,
     normalize_judged,
-    resolve_empty_target_action,
 )
 from .diversity import SubtopicMetric
 from .label_notes import LabelNotes
+from .options import check_empty_target_action, resolve_empty_target_action
 from .per_query import PerQuery, query_keys, split_extras
 from .state import check_tensors
 
