@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import copy
 import inspect
-import math
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +45,7 @@ from ..kernels.forms import (
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from ..kernels.ties import AskedCutoffs
+from .intervals import _t_interval, bounds_by_name, t_quantile
 from .label_notes import LabelNotes
 from .options import (
     AGGREGATIONS,
@@ -62,7 +62,6 @@ __all__ = [
     "EMPTY_TARGET_ACTIONS",
     "RankingMetric",
     "SingleValueMetric",
-    "add_pending_sums",
     "bounds_by_name",
     "check_aggregation",
     "check_empty_target_action",
@@ -568,7 +567,7 @@ class RankingMetric(Metric):
         return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
 
     # A group sets a list here during its update: members' values wait in it and the group sums
-    # them in one pass (:func:`add_pending_sums`), the same limbs as one pass each.
+    # them in one pass (group.py's ``add_pending_sums``), the same limbs as one pass each.
     _pending_sums: list | None = None
 
     def _sum_values(self, values: torch.Tensor) -> None:
@@ -873,34 +872,6 @@ class RankingMetric(Metric):
             )
 
 
-def bounds_by_name(intervals: Mapping[str, tuple[float, float]]) -> dict[str, float]:
-    """``{"mrr@10": (low, high)}`` as an engine publishes it: ``{"mrr@10_low": low, ...}``."""
-    bounds = {}
-    for name, (low, high) in intervals.items():
-        bounds[f"{name}_low"], bounds[f"{name}_high"] = low, high
-    return bounds
-
-
-def t_quantile(confidence: float, degrees: int) -> float:
-    """The ``(1 + confidence) / 2`` quantile of Student's t (scipy, imported when needed)."""
-    try:
-        from scipy import stats
-    except ImportError:
-        raise ImportError("confidence intervals need scipy: pip install 'ignite-ranking[compare]'") from None
-    return float(stats.t.ppf((1 + confidence) / 2, degrees)) if degrees > 0 else math.nan
-
-
-def _t_interval(total: int | None, squares: int | None, count: int, quantile: float) -> tuple[float, float]:
-    """``mean -/+ quantile * s / sqrt(n)`` from exact sums in 2**-64 units (sample variance exact)."""
-    if total is None or squares is None or count < 2:
-        return math.nan, math.nan
-    mean = total / (count << 64)
-    # n * sum(v^2) - (sum v)^2, in 2**-128 units: exact, never negative
-    spread = max((count * squares << 64) - total * total, 0)
-    sem = math.sqrt(spread / ((count * (count - 1) * count) << 128))
-    return mean - quantile * sem, mean + quantile * sem
-
-
 class SingleValueMetric(RankingMetric):
     """A metric with one value per query and no cutoffs (R-Precision, bpref, AUC): the
     positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
@@ -936,27 +907,3 @@ class SingleValueMetric(RankingMetric):
             empty_target_action=empty_target_action,
             aggregation=aggregation,
         )
-
-
-def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
-    """Adds each ``(metric, values)``'s exact sums to the metric's state, in one
-    :func:`~ignite_ranking.kernels.exact_sum.limb_sums` pass over the values side by side where
-    they share rows and device (each column is summed on its own, so the limbs are the same)."""
-    if not pending:
-        return
-    first = pending[0][1]
-    if any(v.shape[0] != first.shape[0] or v.device != first.device for _, v in pending):
-        for metric, values in pending:
-            metric._add_to_sums(limb_sums(values))
-        return
-    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
-    widths = [values.shape[1] for _, values in pending]
-    states = [metric._sum_per_k[:width] for (metric, _), width in zip(pending, widths, strict=True)]
-    if any(state.device != sums.device for state in states):
-        for (metric, _), part in zip(pending, sums.split(widths), strict=True):
-            metric._add_to_sums(part)
-        return
-    # Every member's rows added and carried at once (carrying works row by row: the same limbs).
-    totals = carry_(torch.cat(states) + sums)
-    for state, total in zip(states, totals.split(widths), strict=True):
-        state.copy_(total)
