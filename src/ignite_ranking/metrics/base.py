@@ -26,7 +26,6 @@ from ..kernels import (
 from ..kernels.exact_sum import (
     LIMBS,
     carry_,
-    from_floats,
     limb_means,
     limb_sums,
     limb_totals,
@@ -39,8 +38,6 @@ from ..kernels.forms import (
     Retrieved,
     check_ignore_index,
     flush,
-    held_from_state,
-    held_to_state,
     normalize,
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
@@ -55,7 +52,15 @@ from .options import (
     checked_settings,
 )
 from .per_query import PerQuery, gather_per_query, query_keys, split_extras
-from .state import LoadedState, check_limbs, check_tensors, loaded_count, loaded_per_query
+from .state import (
+    LoadedState,
+    assign_state,
+    check_limbs,
+    check_settings,
+    checked_state,
+    loaded_sums,
+    saved_state,
+)
 
 __all__ = [
     "AGGREGATIONS",
@@ -70,9 +75,6 @@ __all__ = [
 ]
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
-
-# The key of a saved state that says what it is a state of (see RankingMetric.settings).
-_SETTINGS = "_settings"
 
 
 def normalize_judged(
@@ -760,20 +762,7 @@ class RankingMetric(Metric):
         return settings
 
     def _state_dict_per_rank(self) -> OrderedDict:
-        # Copies, so that later updates never change a state the user saved.
-        state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
-        state[_SETTINGS] = self.settings()
-        if self._keeps_values:
-            state["_query_values"] = (
-                torch.cat(self._query_values) if self._query_values else torch.zeros((0, self.num_values))
-            ).to(torch.float64)
-            state["_query_keys"] = (
-                torch.cat(self._query_keys) if self._query_keys else torch.zeros(0, dtype=torch.int64)
-            )
-            state["_queries_arrived"] = self._queries_arrived
-            state["_user_keys"] = self._user_keys
-        state.update(held_to_state(self._held))
-        return state
+        return saved_state(self)
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
         self._assign_state(self._checked_state(state_dict))
@@ -781,95 +770,23 @@ class RankingMetric(Metric):
     def _checked_state(self, state_dict: Mapping) -> LoadedState:
         """What ``state_dict`` loads, every entry checked first (:mod:`~ignite_ranking.metrics.state`);
         changes nothing, so that a refused state leaves the metric (or a group) as it was."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
-        missing = [key for key in (*self._state_dict_all_req_keys, _SETTINGS) if key not in state_dict]
-        if missing:
-            raise ValueError(
-                f"state_dict lacks {missing}; pass what {type(self).__name__}.state_dict() returned."
-            )
-        check_tensors(state_dict)
-        self._check_settings(state_dict[_SETTINGS])
-        count = loaded_count(state_dict["_num_examples"])
-        sums = self._loaded_sums(state_dict["_sum_per_k"])
-        self._check_sums(sums, count)
-        per_query = None
-        if self._keeps_values:
-            kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
-            if any(key not in state_dict for key in kept):
-                raise ValueError(
-                    f"state_dict lacks the per-query values that this {type(self).__name__} keeps "
-                    "(per_query=True, or an aggregation other than 'mean'); pass what such a "
-                    "metric's state_dict() returned."
-                )
-            per_query = loaded_per_query(state_dict, self.num_values, count, self.value_range)
-        held = held_from_state(state_dict)
-        if held is not None and not self.takes_flat:
-            raise ValueError(
-                f"state_dict holds held-back rows of the flat form, which {type(self).__name__} does "
-                "not take; it is not a saved state of this metric."
-            )
-        return LoadedState(sums, count, per_query, held)
+        return checked_state(self, state_dict)
 
     def _assign_state(self, state: LoadedState) -> None:
         """Loads a state that :meth:`_checked_state` returned (nothing here can fail)."""
-        self._sum_per_k = state.sums.to(self._device)
-        self._num_examples = torch.tensor(state.count, dtype=torch.int64, device=self._device)
-        self._reset_per_query()
-        if state.per_query is not None:
-            self._query_values = [state.per_query.values]
-            self._query_keys = [state.per_query.keys]
-            self._queries_arrived = state.per_query.arrived
-            self._user_keys = state.per_query.user_keys
-        self._held = state.held
+        assign_state(self, state)
 
     def _loaded_sums(self, sums: object) -> torch.Tensor:
-        """The sums of a saved state as limbs (a copy), refusing a wrong type or shape.
-
-        A state saved before the sums were exact holds float64 sums, one per cutoff: they are
-        converted (exactly, for sums whose bits stop at 2**-64, which covers every sum of values
-        that are multiples of 2**-64; otherwise to the nearest multiple of it).
-        """
-        if not isinstance(sums, torch.Tensor) or sums.is_complex() or sums.dtype == torch.bool:
-            shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
-            raise TypeError(f"state_dict['_sum_per_k'] must be a tensor of sums, got {shown}.")
-        if sums.is_floating_point():  # saved before the exact sums
-            if sums.shape != (self._sum_rows,):
-                raise ValueError(
-                    f"state_dict['_sum_per_k'] must have shape ({self._sum_rows}, {LIMBS}) (or "
-                    f"({self._sum_rows},) from an older version), got {tuple(sums.shape)}."
-                )
-            if not torch.isfinite(sums).all():
-                raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
-            return from_floats(sums.detach())
-        if sums.dtype != torch.int64 or sums.shape != (self._sum_rows, LIMBS):
-            raise ValueError(
-                f"state_dict['_sum_per_k'] must be int64 limbs of shape ({self._sum_rows}, {LIMBS}), "
-                f"one row per cutoff (and per cutoff's squares under confidence), got {sums.dtype} "
-                f"of shape {tuple(sums.shape)}."
-            )
-        return sums.detach().clone()
+        """The sums of a saved state as limbs (a copy), refusing a wrong type or shape
+        (:func:`~ignite_ranking.metrics.state.loaded_sums`)."""
+        return loaded_sums(sums, self._sum_rows)
 
     def _check_sums(self, sums: torch.Tensor, count: int) -> None:
         """Refuses loaded sums (of :meth:`_loaded_sums`) that ``count`` queries cannot give."""
         check_limbs(sums, count, self.value_range, self.num_values)
 
     def _check_settings(self, saved: object) -> None:
-        own = self.settings()
-        if not isinstance(saved, Mapping):
-            raise TypeError(f"state_dict['{_SETTINGS}'] must be a mapping, got {type(saved).__name__}.")
-        differ = [
-            f"{key} (saved {saved[key]!r}, here {own[key]!r})" if key in saved else f"{key} (not saved)"
-            for key in own
-            if key not in saved or saved[key] != own[key]
-        ]
-        differ += [f"{key} (saved {saved[key]!r}, not set here)" for key in saved if key not in own]
-        if differ:
-            raise ValueError(
-                f"state_dict was saved by a metric with other settings than this {type(self).__name__}, "
-                f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
-                "metric built with the same arguments."
-            )
+        check_settings(self.settings(), saved, type(self).__name__)
 
 
 class SingleValueMetric(RankingMetric):
