@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import copy
 import inspect
 import sys
@@ -29,7 +28,6 @@ from ..kernels.exact_sum import (
     limb_means,
     limb_sums,
     limb_totals,
-    weighted_limb_sums,
 )
 from ..kernels.forms import (
     FlatRows,
@@ -42,6 +40,7 @@ from ..kernels.forms import (
 )
 from ..kernels.judged import condense, mark_judgements, mask_unjudged
 from ..kernels.ties import AskedCutoffs
+from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import _t_interval, bounds_by_name, t_quantile
 from .label_notes import LabelNotes
 from .options import (
@@ -485,11 +484,11 @@ class RankingMetric(Metric):
         fill = 1.0 if action == "pos" else 0.0
         if masked:
             values = torch.where(counted[:, None], values, fill)
-        if numerators is not None and masked:  # those of the filled queries are left out (_tail_sums)
+        if numerators is not None and masked:  # those of the filled queries are left out (tail_sums)
             numerators = torch.where(counted, numerators, 0.0)
         if self._keeps_values:
             kept = (
-                values if tail is None else self._spread_tail(values, tail, numerators, counted, fill, masked)
+                values if tail is None else spread_tail(self, values, tail, numerators, counted, fill, masked)
             )
             self._keep_per_query(kept, query_ids, counted if action == "skip" else None)
         if action == "skip":
@@ -505,54 +504,18 @@ class RankingMetric(Metric):
         sums = [
             part
             for power, v in enumerate([values, *parts])
-            for part in self._tail_sums(limb_sums(v), tail, numerators, filled, power)
+            for part in tail_sums(self, limb_sums(v), tail, numerators, filled, power)
         ]
         self._add_to_sums(*sums)
 
     def _tail(self, depth: int) -> int | None:
         """Where the cutoffs at or past the ranked ``depth`` start (the first of them is scored
         and stands for the rest), or None when fewer than two are (each cutoff is scored)."""
-        if self.cutoff_tail is None or self.top_k is None:
-            return None
-        first = bisect.bisect_left(self.top_k, depth)
-        return first if first < len(self.top_k) - 1 else None
+        return tail_start(self, depth)
 
     def _cutoff_ks(self) -> torch.Tensor:
         """The cutoffs as a float64 tensor, built once per list (100,000 of them take ~10 ms)."""
-        cached = self.__dict__.get("_ks")
-        if cached is None or cached[0] is not self.top_k:
-            cached = self._ks = (self.top_k, torch.tensor(self.top_k, dtype=torch.float64))
-        return cached[1]
-
-    def _spread_tail(self, values, tail, numerators, counted, fill, masked) -> torch.Tensor:
-        """The ``(batch, len(top_k))`` values of every cutoff from those scored up to ``tail``."""
-        rest = len(self.top_k) - tail - 1
-        if numerators is None:
-            return torch.cat([values, values[:, -1:].expand(-1, rest)], dim=1)
-        spread = numerators[:, None] / self._cutoff_ks()[tail + 1 :].to(values.device)
-        if masked:
-            spread = torch.where(counted[:, None], spread, fill)
-        return torch.cat([values, spread], dim=1)
-
-    def _tail_sums(self, sums, tail, numerators, filled, power) -> list[torch.Tensor]:
-        """The limbs of every cutoff, as two blocks of rows, from ``sums``, those of the cutoffs
-        scored up to ``tail``: the last repeated (a view), or under "divide" the sums over the
-        distinct numerators ``n`` of ``(n / k) ** power`` times their queries, plus 1 for each of
-        ``filled`` queries.
-
-        Each value is rounded on its own as :func:`limb_sums` rounds it, so the limbs are those
-        of the values of every cutoff summed: the same to the bit.
-        """
-        rest = len(self.top_k) - tail - 1
-        if numerators is None:
-            return [sums, sums[-1:].expand(rest, -1)]
-        distinct, queries = torch.unique(numerators, return_counts=True)
-        nonzero = distinct != 0  # 0 / k adds nothing (nor do the filled queries, held at 0 here)
-        spread = distinct[nonzero, None] / self._cutoff_ks()[tail + 1 :].to(distinct.device)
-        tail_sums = weighted_limb_sums(spread.square() if power else spread, queries[nonzero])
-        if filled is not None:
-            tail_sums[:, 0] += filled.to(tail_sums.device)
-        return [sums, tail_sums]
+        return cutoff_ks(self)
 
     @property
     def _sum_rows(self) -> int:
