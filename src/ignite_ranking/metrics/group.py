@@ -21,11 +21,8 @@ from ..kernels.forms import (
     held_from_state,
     held_to_state,
 )
-from .base import (
-    RankingMetric,
-    flat_ids,
-    normalize_judged,
-)
+from .base import RankingMetric
+from .batches import flat_ids, normalize_judged
 from .diversity import SubtopicMetric
 from .intervals import bounds_by_name
 from .label_notes import LabelNotes
