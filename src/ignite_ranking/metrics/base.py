@@ -10,34 +10,17 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from ignite.engine import Engine
-from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
 
 from ..distributed import guard_sampler, unguard_sampler
-from ..kernels import (
-    RankedBatch,
-    check_flag,
-    normalize_top_k,
-)
-from ..kernels.exact_sum import (
-    LIMBS,
-    carry_,
-    limb_means,
-    limb_sums,
-    limb_totals,
-)
-from ..kernels.forms import (
-    FlatRows,
-    Ranking,
-    Retrieved,
-    check_ignore_index,
-    flush,
-)
+from ..kernels import RankedBatch, check_flag, normalize_top_k
+from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
+from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
 from .batches import flat_ids, normalize_judged
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
-from .intervals import _t_interval, bounds_by_name, t_quantile
+from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
 from .options import (
     AGGREGATIONS,
@@ -46,7 +29,7 @@ from .options import (
     check_empty_target_action,
     checked_settings,
 )
-from .per_query import PerQuery, gather_per_query, query_keys, split_extras
+from .per_query import PerQuery, aggregate, gather_per_query, keep_per_query, query_keys, split_extras
 from .state import (
     LoadedState,
     assign_state,
@@ -482,18 +465,7 @@ class RankingMetric(Metric):
         self, values: torch.Tensor, query_ids: torch.Tensor | None, counted: torch.Tensor | None
     ) -> None:
         """Keeps the values and keys of a batch's queries (only the ``counted`` ones if given)."""
-        given = query_ids is not None
-        if self._user_keys is not None and self._user_keys != given:
-            raise ValueError("pass query_ids with every update of a per_query metric, or with none")
-        batch = values.shape[0]
-        keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
-        if counted is not None:
-            values, keys = values[counted.to(values.device)], keys[counted.cpu()]
-        self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
-        self._query_keys.append(keys)
-        self._queries_arrived += batch
-        self._user_keys = given
-        self._gathered = None
+        keep_per_query(self, values, query_ids, counted)
 
     def per_query_values(self) -> PerQuery:
         """Each counted query's values and key, from every process (call it on all of them).
@@ -537,24 +509,7 @@ class RankingMetric(Metric):
 
     def _aggregate(self, gathered: PerQuery) -> list[float] | float:
         """``aggregation`` of every process's counted per-query values, per value."""
-        if len(gathered) == 0:
-            raise self._label_notes.not_computable(
-                type(self).__name__, self.relevance_threshold, self.count_rule
-            )
-        results = []
-        for name, values in gathered.values.items():
-            if callable(self.aggregation):
-                result = self.aggregation(values)
-                try:
-                    results.append(float(result))
-                except (TypeError, ValueError, RuntimeError):
-                    raise TypeError(
-                        f"aggregation must return one number for a 1-D tensor of per-query values; "
-                        f"for {name} it returned {result!r}."
-                    ) from None
-            else:  # median: the lower of the two middle values for an even count, as torch's
-                results.append(float(getattr(values, self.aggregation)()))
-        return results if self.top_k is not None else results[0]
+        return aggregate(self, gathered)
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _mean(self) -> list[float] | float:
@@ -597,16 +552,7 @@ class RankingMetric(Metric):
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _interval(self) -> list[tuple[float, float]] | tuple[float, float]:
-        count = int(self._num_examples.item())
-        if count == 0:
-            raise NotComputableError(f"{type(self).__name__} must have at least one query before interval().")
-        quantile = t_quantile(self.confidence, count - 1)
-        totals = limb_totals(self._sum_per_k)
-        intervals = [
-            _t_interval(total, squares, count, quantile)
-            for total, squares in zip(totals[: self.num_values], totals[self.num_values :], strict=True)
-        ]
-        return intervals if self.top_k is not None else intervals[0]
+        return t_intervals(self)
 
     def completed(self, engine, name: str) -> None:
         """As :meth:`ignite.metrics.Metric.completed`; with ``confidence``, also publishes each

@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["bounds_by_name", "t_quantile"]
+from ignite.exceptions import NotComputableError
+
+from ..kernels.exact_sum import limb_totals
+
+__all__ = ["bounds_by_name", "t_intervals", "t_quantile"]
 
 
 def bounds_by_name(intervals: Mapping[str, tuple[float, float]]) -> dict[str, float]:
@@ -34,3 +38,17 @@ def _t_interval(total: int | None, squares: int | None, count: int, quantile: fl
     spread = max((count * squares << 64) - total * total, 0)
     sem = math.sqrt(spread / ((count * (count - 1) * count) << 128))
     return mean - quantile * sem, mean + quantile * sem
+
+
+def t_intervals(metric) -> list[tuple[float, float]] | tuple[float, float]:
+    """``metric``'s intervals from its (reduced) sums and count (see ``RankingMetric.interval``)."""
+    count = int(metric._num_examples.item())
+    if count == 0:
+        raise NotComputableError(f"{type(metric).__name__} must have at least one query before interval().")
+    quantile = t_quantile(metric.confidence, count - 1)
+    totals = limb_totals(metric._sum_per_k)
+    intervals = [
+        _t_interval(total, squares, count, quantile)
+        for total, squares in zip(totals[: metric.num_values], totals[metric.num_values :], strict=True)
+    ]
+    return intervals if metric.top_k is not None else intervals[0]
