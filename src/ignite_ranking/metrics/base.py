@@ -1,8 +1,12 @@
-"""The shared base of every ranking metric: validation, state, accumulation and reduction."""
+"""The shared base of every ranking metric: its lifecycle, from the options to ``compute``.
+
+Each other idea lives beside it: the option checks (``options``), input normalization
+(``batches``), the cutoffs past the ranked depth (``cutoff_tail``), per-query values
+(``per_query``), the saved state (``state``) and the t-intervals (``intervals``).
+"""
 
 from __future__ import annotations
 
-import copy
 import inspect
 import sys
 from collections import OrderedDict
@@ -28,6 +32,7 @@ from .options import (
     check_aggregation,
     check_empty_target_action,
     checked_settings,
+    refuse_empty_rows,
 )
 from .per_query import PerQuery, aggregate, gather_per_query, keep_per_query, query_keys, split_extras
 from .state import (
@@ -38,13 +43,13 @@ from .state import (
     checked_state,
     loaded_sums,
     saved_state,
+    settings_of,
 )
 
 __all__ = [
     "AGGREGATIONS",
     "EMPTY_TARGET_ACTIONS",
     "RankingMetric",
-    "SingleValueMetric",
     "bounds_by_name",
     "check_aggregation",
     "check_empty_target_action",
@@ -58,26 +63,16 @@ _WHOLE_ROW = sys.maxsize // 2
 class RankingMetric(Metric):
     """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
-    A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
-    and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
-    ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
-    ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
-    the item ids; ``needs_labels = False`` marks a metric that reads the relevance of the ranked
-    items only, not their labels; ``has_per_query_values = False`` marks a metric that pools its queries, and
-    ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
-    ``reads_relevance = False`` marks a metric that reads no relevance at all (the catalog
-    measures), so that a group does not ask it to share ``relevance_threshold``.
-    ``needs_levels`` asks for the ideal ranking's runs of equal labels (``Ranking(runs=True)``).
+    A subclass sets ``name``, implements :meth:`score` (or :meth:`score_at`), and declares what
+    it reads with the class attributes below, each explained where it is declared.
     :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
-    item statistics) before any state changes, also in a group. ``value_range`` bounds the
-    per-query values where the metric's definition does (``load_state_dict`` refuses sums that
-    its count of such values cannot give; :mod:`ignite_ranking.metrics.state`).
-    ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
-    without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
-    all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
-    held back until the next update or :meth:`compute` (see :doc:`/inputs`). The sums are
-    fixed-point integers (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to
-    the bit whatever the batch sizes, their order or the number of processes.
+    item statistics) before any state changes, also in a group. ``judged_only=True`` (offered
+    by P, MRR, MAP, NDCG and Recall) scores the condensed ranking without the unjudged items,
+    and ranks whole rows to find it. The state is a few numbers per cutoff, all-reduced once in
+    :meth:`compute`, and, for the flat form, the rows of at most one query held back until the
+    next update or :meth:`compute` (see :doc:`/inputs`). The sums are fixed-point integers
+    (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to the bit whatever
+    the batch sizes, their order or the number of processes.
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
@@ -92,21 +87,26 @@ class RankingMetric(Metric):
     refuses the update that holds one (:meth:`refuse_empty`, before any state changes).
     """
 
-    name = "ranking"
-    takes_top_k = True
-    needs_counts = False
-    needs_ideal = False
-    needs_labels = True
-    covers_relevant = False
-    whole_row = False
-    needs_nonrelevant = False
-    needs_scores = False
-    needs_items = False
-    needs_levels = False
+    name = "ranking"  # the values' names: "mrr@10", and the "metric" of settings()
+    takes_top_k = True  # False: one value per query and no cutoffs (SingleValueMetric)
+    # What the kernel gathers for score() (see the ranking property, kernels.forms.Ranking):
+    needs_counts = False  # each row's count R of relevant items (Recall, AP)
+    needs_ideal = False  # each row's largest labels, the ideal ranking (IDCG)
+    needs_labels = True  # False: reads only the relevance of the ranked items, not their labels
+    covers_relevant = False  # R and the relevant items among the top R (R-Precision)
+    whole_row = False  # reads every ranked position (depth: the whole row)
+    needs_nonrelevant = False  # N, each row's judged non-relevant items (bpref, AUC)
+    needs_scores = False  # the ranked scores (AUC, GAUC)
+    needs_items = False  # the item ids (catalog measures; not with the flat form)
+    needs_levels = False  # the ideal ranking's runs of equal labels (Ranking(runs=True))
+    # False: reads no relevance at all (the catalog measures), so that a group does not ask it
+    # to share relevance_threshold.
     reads_relevance = True
     # Which queries count under ignore_zero_hits=True (a per_query group's members must agree).
     keeps = "queries with a relevant item"
+    # False: the metric pools its queries (no per-query values, aggregation or confidence).
     has_per_query_values = True
+    # False: the metric scores a query without relevant items (masked out under "skip").
     zero_without_hits = True
     # Which queries count in the mean (the end of "none of the queries ..."), for the error of
     # a metric that counted none.
@@ -116,13 +116,13 @@ class RankingMetric(Metric):
     # What the values do at the cutoffs at or past the ranked depth K (every ranked position
     # within them): None, no promise (scored at each cutoff); "repeat", every such cutoff has the
     # value of the first; "divide", a numerator that stops growing divided by k (P@k = hits / k).
-    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate). A metric
-    # whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
+    # Either way such cutoffs cost O(1) per query, not one value each (metrics.cutoff_tail). A
+    # metric whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
     cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
-    required_output_keys = ("y_pred", "y")
-    _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
+    required_output_keys = ("y_pred", "y")  # as ignite's Metric: the keys of a dict output
+    _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")  # what state_dict() saves
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
     _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
     # The range of every per-query value where the metric's definition bounds it, (low, high),
@@ -332,19 +332,7 @@ class RankingMetric(Metric):
 
     def refuse_empty_rows(self, empty: torch.Tensor, flat_query_ids: torch.Tensor | None) -> None:
         """:meth:`refuse_empty` for a ``(batch,)`` mask of the rejected rows."""
-        if not bool(empty.any()):
-            return
-        row = int(empty.nonzero()[0, 0])
-        where = (
-            f"the query at row {row} of the batch"
-            if flat_query_ids is None
-            else f"query {int(flat_query_ids[row])} (its indexes value)"
-        )
-        raise ValueError(
-            f"{type(self).__name__} was created with empty_target_action='error', and {where} "
-            f"{self.empty_rule.format(threshold=self.relevance_threshold)}; nothing was added. "
-            "Pass empty_target_action='skip', 'neg' or 'pos' to accept such queries."
-        )
+        refuse_empty_rows(self, empty, flat_query_ids)
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
@@ -580,17 +568,7 @@ class RankingMetric(Metric):
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
              'ties': 'first', 'ignore_index': None, 'gain_function': 'linear_rank'}
         """
-        settings = {
-            "metric": self.name,
-            **{key: copy.copy(getattr(self, key)) for key in self._settings_keys},
-        }
-        if self.judged_only:  # only when set, so that states saved before the option still load
-            settings["judged_only"] = True
-        if self.confidence is not None:  # the state then holds the sums of squares too
-            settings["confidence"] = self.confidence
-        if self.empty_target_action in ("pos", "error"):  # "skip" and "neg" are ignore_zero_hits
-            settings["empty_target_action"] = self.empty_target_action
-        return settings
+        return settings_of(self)
 
     def _state_dict_per_rank(self) -> OrderedDict:
         return saved_state(self)
@@ -618,40 +596,3 @@ class RankingMetric(Metric):
 
     def _check_settings(self, saved: object) -> None:
         check_settings(self.settings(), saved, type(self).__name__)
-
-
-class SingleValueMetric(RankingMetric):
-    """A metric with one value per query and no cutoffs (R-Precision, bpref, AUC): the
-    positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
-
-    takes_top_k = False
-
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )

@@ -1,7 +1,8 @@
 """The checks of a metric's options: each returns the normalized value or raises naming the argument.
 
 The options' combinations (:func:`checked_settings`) are checked here too, before a metric or a
-group sets any of them.
+group sets any of them, and the refusal that ``empty_target_action="error"`` makes of a batch
+(:func:`refuse_empty_rows`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "check_aggregation",
     "check_empty_target_action",
     "checked_settings",
+    "refuse_empty_rows",
     "resolve_empty_target_action",
 ]
 
@@ -115,3 +117,22 @@ def checked_settings(metric, settings: dict) -> dict:
             f"interval of; got confidence={checked['confidence']!r}."
         )
     return checked
+
+
+def refuse_empty_rows(metric, empty, flat_query_ids) -> None:
+    """Raises ``ValueError`` if a row of the ``(batch,)`` mask ``empty`` is set (a query that
+    ``metric.counted`` rejects), naming the first by its id (``flat_query_ids``), else by its row
+    in the batch: the refusal that ``empty_target_action="error"`` asks for."""
+    if not bool(empty.any()):
+        return
+    row = int(empty.nonzero()[0, 0])
+    where = (
+        f"the query at row {row} of the batch"
+        if flat_query_ids is None
+        else f"query {int(flat_query_ids[row])} (its indexes value)"
+    )
+    raise ValueError(
+        f"{type(metric).__name__} was created with empty_target_action='error', and {where} "
+        f"{metric.empty_rule.format(threshold=metric.relevance_threshold)}; nothing was added. "
+        "Pass empty_target_action='skip', 'neg' or 'pos' to accept such queries."
+    )

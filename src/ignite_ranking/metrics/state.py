@@ -21,6 +21,7 @@ contract, "state checks"):
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections import OrderedDict
@@ -43,6 +44,7 @@ __all__ = [
     "loaded_per_query",
     "loaded_sums",
     "saved_state",
+    "settings_of",
 ]
 
 # The key of a saved state that says what it is a state of (see RankingMetric.settings).
@@ -312,3 +314,19 @@ def check_settings(own: Mapping, saved: object, name: str) -> None:
             f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
             "metric built with the same arguments."
         )
+
+
+def settings_of(metric) -> dict:
+    """``metric.settings()`` of a :class:`~ignite_ranking.metrics.base.RankingMetric`: its ``name``
+    and the arguments that change its numbers (new ones only when set away from their default)."""
+    settings = {
+        "metric": metric.name,
+        **{key: copy.copy(getattr(metric, key)) for key in metric._settings_keys},
+    }
+    if metric.judged_only:  # only when set, so that states saved before the option still load
+        settings["judged_only"] = True
+    if metric.confidence is not None:  # the state then holds the sums of squares too
+        settings["confidence"] = metric.confidence
+    if metric.empty_target_action in ("pos", "error"):  # "skip" and "neg" are ignore_zero_hits
+        settings["empty_target_action"] = metric.empty_target_action
+    return settings
