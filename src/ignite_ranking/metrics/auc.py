@@ -8,7 +8,8 @@ import torch
 
 from ..kernels import RankedBatch, auc, normalize_top_k
 from ..kernels.exact_sum import limb_sums
-from .base import _WHOLE_ROW, RankingMetric, SingleValueMetric
+from .base import _WHOLE_ROW, RankingMetric
+from .single_value import SingleValueMetric
 
 __all__ = ["AUC", "GAUC"]
 

@@ -1,63 +1,55 @@
-"""The shared base of every ranking metric: validation, state, accumulation and reduction."""
+"""The shared base of every ranking metric: its lifecycle, from the options to ``compute``.
+
+Each other idea lives beside it: the option checks (``options``), input normalization
+(``batches``), the cutoffs past the ranked depth (``cutoff_tail``), per-query values
+(``per_query``), the saved state (``state``) and the t-intervals (``intervals``).
+"""
 
 from __future__ import annotations
 
-import bisect
-import copy
 import inspect
-import math
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 import torch
 from ignite.engine import Engine
-from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
 
 from ..distributed import guard_sampler, unguard_sampler
-from ..kernels import (
-    RankedBatch,
-    beyond,
-    check_confidence,
-    check_flag,
-    check_inputs,
-    check_threshold,
-    check_ties,
-    normalize_top_k,
-)
-from ..kernels.exact_sum import (
-    LIMBS,
-    carry_,
-    from_floats,
-    limb_means,
-    limb_sums,
-    limb_totals,
-    weighted_limb_sums,
-)
-from ..kernels.forms import (
-    FlatRows,
-    Normalized,
-    Ranking,
-    Retrieved,
-    check_ignore_index,
-    flush,
-    normalize,
-)
-from ..kernels.held import held_from_state, held_to_state
-from ..kernels.judged import condense, mark_judgements, mask_unjudged
+from ..kernels import RankedBatch, check_flag, normalize_top_k
+from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
+from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
+from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
+from .batches import flat_ids, normalize_judged
+from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
+from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
-from .per_query import PerQuery, gather_per_query, query_keys, split_extras
-from .state import LoadedState, check_limbs, check_tensors, loaded_count, loaded_per_query
+from .options import (
+    AGGREGATIONS,
+    EMPTY_TARGET_ACTIONS,
+    check_aggregation,
+    check_empty_target_action,
+    checked_settings,
+    refuse_empty_rows,
+)
+from .per_query import PerQuery, aggregate, gather_per_query, keep_per_query, query_keys, split_extras
+from .state import (
+    LoadedState,
+    assign_state,
+    check_limbs,
+    check_settings,
+    checked_state,
+    loaded_sums,
+    saved_state,
+    settings_of,
+)
 
 __all__ = [
     "AGGREGATIONS",
     "EMPTY_TARGET_ACTIONS",
     "RankingMetric",
-    "SingleValueMetric",
-    "add_pending_sums",
     "bounds_by_name",
     "check_aggregation",
     "check_empty_target_action",
@@ -67,161 +59,20 @@ __all__ = [
 # A depth that makes the kernel rank every item of a row.
 _WHOLE_ROW = sys.maxsize // 2
 
-# What to do with a query that ``ignore_zero_hits=True`` would leave out (torchmetrics' names):
-# leave it out, count it as 0, count it as 1, or refuse the update.
-EMPTY_TARGET_ACTIONS = ("skip", "neg", "pos", "error")
-# The named aggregations of the per-query values; a callable is the other choice.
-AGGREGATIONS = ("mean", "median", "min", "max")
-
-
-def check_empty_target_action(action: object) -> str | None:
-    """``empty_target_action`` if it is None or one of :data:`EMPTY_TARGET_ACTIONS`, else raises."""
-    if action is None:
-        return None
-    if not isinstance(action, str):
-        raise TypeError(
-            f"empty_target_action must be None or one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r} "
-            f"of type {type(action).__name__}."
-        )
-    if action not in EMPTY_TARGET_ACTIONS:
-        raise ValueError(f"empty_target_action must be one of {list(EMPTY_TARGET_ACTIONS)}, got {action!r}.")
-    return action
-
-
-def check_aggregation(aggregation: object) -> str | Callable:
-    """``aggregation`` if it is one of :data:`AGGREGATIONS` or a callable, else raises."""
-    if isinstance(aggregation, str):
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(
-                f"aggregation must be one of {list(AGGREGATIONS)} or a callable, got {aggregation!r}."
-            )
-        return aggregation
-    if not callable(aggregation):
-        raise TypeError(
-            f"aggregation must be one of {list(AGGREGATIONS)} or a callable over a 1-D tensor of "
-            f"per-query values, got {aggregation!r} of type {type(aggregation).__name__}."
-        )
-    return aggregation
-
-
-def resolve_empty_target_action(ignore_zero_hits: bool | None, action: str | None) -> str:
-    """The action that ``ignore_zero_hits`` and ``empty_target_action`` (either may be None: not
-    given; both checked) say together, refusing two that disagree: True is "skip", False "neg"."""
-    implied = None if ignore_zero_hits is None else ("skip" if ignore_zero_hits else "neg")
-    if action is None:
-        if implied is None:
-            raise ValueError("give ignore_zero_hits or empty_target_action")
-        return implied
-    if implied is not None and implied != action:
-        raise ValueError(
-            f"ignore_zero_hits={ignore_zero_hits} and empty_target_action={action!r} disagree: "
-            "ignore_zero_hits=True is empty_target_action='skip' and False is 'neg'; pass "
-            "empty_target_action alone."
-        )
-    return action
-
-
-# The key of a saved state that says what it is a state of (see RankingMetric.settings).
-_SETTINGS = "_settings"
-
-
-def normalize_judged(
-    output: object,
-    ranking: Ranking,
-    judged: object,
-    metrics: Sequence[RankingMetric],
-    *,
-    held: FlatRows | None,
-    first_query: int | None = None,
-    query_ids: object = None,
-) -> Normalized:
-    """:func:`~ignite_ranking.kernels.forms.normalize` plus what the unjudged-aware metrics read.
-
-    ``judged`` is the dense form's optional mask (bool, the shape of ``y``, True = judged);
-    the other forms tell unjudged items by their absence from the labels. The batch is ranked
-    once for all ``metrics``; their judged flags, N and ranked scores are read off that ranking.
-    """
-    dense = (
-        isinstance(output, Sequence)
-        and not isinstance(output, (str, bytes))
-        and len(output) == 2
-        and isinstance(output[1], torch.Tensor)
-        and output[1].layout == torch.strided
-    )
-    if judged is not None and not dense:
-        raise ValueError(
-            "judged masks go with the dense (y_pred, y) form; in the sparse-label and Retrieved forms "
-            "an item absent from the labels is unjudged, and flat rows are all judged."
-        )
-    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
-    if flat and any(m.needs_items for m in metrics):
-        names = ", ".join(sorted({type(m).__name__ for m in metrics if m.needs_items}))
-        raise ValueError(
-            f"{names} read catalog items: pass (y_pred, y) or a Retrieved, whose "
-            "columns or ids are items; flat (preds, target, indexes) rows name none."
-        )
-    y = None
-    if dense:
-        y_pred, y = output
-        if judged is not None:  # without a mask the batch goes through as it is (checked once)
-            check_inputs(y_pred, y)
-            output = (y_pred, mask_unjudged(y.detach(), judged))
-            ranking = replace(ranking, labels=True)  # the judged flags are read off the labels
-    normalized = normalize(
-        output, ranking, held=held, hold_last=True, first_query=first_query, query_ids=query_ids
-    )
-    ranked = normalized.ranked
-    _check_item_statistics(output, metrics)
-    threshold = ranking.relevance_threshold
-    if y is not None:
-        nonrelevant = any(m.needs_nonrelevant for m in metrics)
-        mark_judgements(ranked, y.detach(), judged, threshold, nonrelevant, ranking.ignore_index)
-    if any(m.needs_scores for m in metrics) and y is None and not flat:
-        raise ValueError(
-            "AUC and GAUC read every item's score: pass the dense (y_pred, y) or the flat "
-            "(preds, target, indexes) form."
-        )
-    return normalized
-
-
-def _check_item_statistics(output: object, metrics: Sequence[RankingMetric]) -> None:
-    """Refuses a batch that is not over the items of a metric's item statistics (see
-    :func:`~ignite_ranking.kernels.beyond.check_catalog`), before any state changes."""
-    for metric in metrics:
-        if metric.item_statistics is not None:
-            argument, size = metric.item_statistics
-            beyond.check_catalog(output, size, argument, type(metric).__name__)
-
-
-def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
-    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
-    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
-    return normalized.query_ids if flat else None
-
 
 class RankingMetric(Metric):
     """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
-    A subclass sets ``name`` and implements :meth:`score`; ``needs_counts``, ``needs_ideal``
-    and ``covers_relevant`` tell the kernel what to gather, ``whole_row`` that it reads every
-    ranked position, and ``takes_top_k = False`` marks a metric with one value and no cutoffs.
-    ``needs_nonrelevant``, ``needs_scores`` and ``needs_items`` ask for N, the ranked scores and
-    the item ids; ``needs_labels = False`` marks a metric that reads the relevance of the ranked
-    items only, not their labels; ``has_per_query_values = False`` marks a metric that pools its queries, and
-    ``zero_without_hits = False`` one that scores a query without relevant items (masked out).
-    ``reads_relevance = False`` marks a metric that reads no relevance at all (the catalog
-    measures), so that a group does not ask it to share ``relevance_threshold``.
-    ``needs_levels`` asks for the ideal ranking's runs of equal labels (``Ranking(runs=True)``).
+    A subclass sets ``name``, implements :meth:`score` (or :meth:`score_at`), and declares what
+    it reads with the class attributes below, each explained where it is declared.
     :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
-    item statistics) before any state changes, also in a group. ``value_range`` bounds the
-    per-query values where the metric's definition does (``load_state_dict`` refuses sums that
-    its count of such values cannot give; :mod:`ignite_ranking.metrics.state`).
-    ``judged_only=True`` (offered by P, MRR, MAP, NDCG and Recall) scores the condensed ranking
-    without the unjudged items, and ranks whole rows to find it. The state is a few numbers per cutoff,
-    all-reduced once in :meth:`compute`, and, for the flat form, the rows of at most one query
-    held back until the next update or :meth:`compute` (see :doc:`/inputs`). The sums are
-    fixed-point integers (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to
-    the bit whatever the batch sizes, their order or the number of processes.
+    item statistics) before any state changes, also in a group. ``judged_only=True`` (offered
+    by P, MRR, MAP, NDCG and Recall) scores the condensed ranking without the unjudged items,
+    and ranks whole rows to find it. The state is a few numbers per cutoff, all-reduced once in
+    :meth:`compute`, and, for the flat form, the rows of at most one query held back until the
+    next update or :meth:`compute` (see :doc:`/inputs`). The sums are fixed-point integers
+    (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to the bit whatever
+    the batch sizes, their order or the number of processes.
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
     O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
@@ -236,21 +87,26 @@ class RankingMetric(Metric):
     refuses the update that holds one (:meth:`refuse_empty`, before any state changes).
     """
 
-    name = "ranking"
-    takes_top_k = True
-    needs_counts = False
-    needs_ideal = False
-    needs_labels = True
-    covers_relevant = False
-    whole_row = False
-    needs_nonrelevant = False
-    needs_scores = False
-    needs_items = False
-    needs_levels = False
+    name = "ranking"  # the values' names: "mrr@10", and the "metric" of settings()
+    takes_top_k = True  # False: one value per query and no cutoffs (SingleValueMetric)
+    # What the kernel gathers for score() (see the ranking property, kernels.forms.Ranking):
+    needs_counts = False  # each row's count R of relevant items (Recall, AP)
+    needs_ideal = False  # each row's largest labels, the ideal ranking (IDCG)
+    needs_labels = True  # False: reads only the relevance of the ranked items, not their labels
+    covers_relevant = False  # R and the relevant items among the top R (R-Precision)
+    whole_row = False  # reads every ranked position (depth: the whole row)
+    needs_nonrelevant = False  # N, each row's judged non-relevant items (bpref, AUC)
+    needs_scores = False  # the ranked scores (AUC, GAUC)
+    needs_items = False  # the item ids (catalog measures; not with the flat form)
+    needs_levels = False  # the ideal ranking's runs of equal labels (Ranking(runs=True))
+    # False: reads no relevance at all (the catalog measures), so that a group does not ask it
+    # to share relevance_threshold.
     reads_relevance = True
     # Which queries count under ignore_zero_hits=True (a per_query group's members must agree).
     keeps = "queries with a relevant item"
+    # False: the metric pools its queries (no per-query values, aggregation or confidence).
     has_per_query_values = True
+    # False: the metric scores a query without relevant items (masked out under "skip").
     zero_without_hits = True
     # Which queries count in the mean (the end of "none of the queries ..."), for the error of
     # a metric that counted none.
@@ -260,13 +116,13 @@ class RankingMetric(Metric):
     # What the values do at the cutoffs at or past the ranked depth K (every ranked position
     # within them): None, no promise (scored at each cutoff); "repeat", every such cutoff has the
     # value of the first; "divide", a numerator that stops growing divided by k (P@k = hits / k).
-    # Either way such cutoffs cost O(1) per query, not one value each (see accumulate). A metric
-    # whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
+    # Either way such cutoffs cost O(1) per query, not one value each (metrics.cutoff_tail). A
+    # metric whose values go on changing past K (Serendipity's PM_k) overrides _tail to start later.
     cutoff_tail: str | None = None
     # Why the metric has no value under ``ties="average"`` (it is then refused), or None.
     without_average: str | None = None
-    required_output_keys = ("y_pred", "y")
-    _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")
+    required_output_keys = ("y_pred", "y")  # as ignite's Metric: the keys of a dict output
+    _state_dict_all_req_keys = ("_sum_per_k", "_num_examples")  # what state_dict() saves
     # The arguments that change what the sums mean; ``settings()`` saves them with the state.
     _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
     # The range of every per-query value where the metric's definition bounds it, (low, high),
@@ -330,45 +186,7 @@ class RankingMetric(Metric):
         must agree (True is "skip", False "neg"); either sets both attributes
         (``ignore_zero_hits`` is True for "skip" only).
         """
-        checks = {
-            "ignore_zero_hits": lambda v: check_flag("ignore_zero_hits", v),
-            "empty_target_action": check_empty_target_action,
-            "relevance_threshold": check_threshold,
-            "ties": check_ties,
-            "confidence": check_confidence,
-            "aggregation": check_aggregation,
-        }
-        checked = {key: checks[key](value) for key, value in settings.items()}
-        if "ignore_zero_hits" in checked or "empty_target_action" in checked:
-            action = resolve_empty_target_action(
-                checked.pop("ignore_zero_hits", None), checked.pop("empty_target_action", None)
-            )
-            checked["empty_target_action"] = action
-            checked["ignore_zero_hits"] = action == "skip"
-        aggregation = checked.get("aggregation", self.__dict__.get("aggregation", "mean"))
-        confidence = checked.get("confidence", self.__dict__.get("confidence"))
-        if not (isinstance(aggregation, str) and aggregation == "mean"):
-            if not self.has_per_query_values:
-                raise ValueError(
-                    f"{type(self).__name__} pools its queries: it has no per-query values to "
-                    f"aggregate; got aggregation={aggregation!r}."
-                )
-            if confidence is not None:
-                raise ValueError(
-                    f"confidence gives intervals of the mean; it does not go with "
-                    f"aggregation={aggregation!r} (got confidence={confidence!r})."
-                )
-        ties = checked.get("ties", self.__dict__.get("ties", "first"))
-        if ties == "average" and self.judged_only:
-            raise ValueError("judged_only=True is not defined under ties='average'; got ties='average'.")
-        if ties == "average" and self.without_average:
-            raise ValueError(f"{type(self).__name__} {self.without_average}; got ties='average'.")
-        if checked.get("confidence") is not None and not self.has_per_query_values:
-            raise ValueError(
-                f"{type(self).__name__} pools its queries: it has no per-query values to give an "
-                f"interval of; got confidence={checked['confidence']!r}."
-            )
-        self.__dict__.update(checked)
+        self.__dict__.update(checked_settings(self, settings))
 
     @property
     def depth(self) -> int:
@@ -514,19 +332,7 @@ class RankingMetric(Metric):
 
     def refuse_empty_rows(self, empty: torch.Tensor, flat_query_ids: torch.Tensor | None) -> None:
         """:meth:`refuse_empty` for a ``(batch,)`` mask of the rejected rows."""
-        if not bool(empty.any()):
-            return
-        row = int(empty.nonzero()[0, 0])
-        where = (
-            f"the query at row {row} of the batch"
-            if flat_query_ids is None
-            else f"query {int(flat_query_ids[row])} (its indexes value)"
-        )
-        raise ValueError(
-            f"{type(self).__name__} was created with empty_target_action='error', and {where} "
-            f"{self.empty_rule.format(threshold=self.relevance_threshold)}; nothing was added. "
-            "Pass empty_target_action='skip', 'neg' or 'pos' to accept such queries."
-        )
+        refuse_empty_rows(self, empty, flat_query_ids)
 
     @reinit__is_reduced
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
@@ -571,11 +377,11 @@ class RankingMetric(Metric):
         fill = 1.0 if action == "pos" else 0.0
         if masked:
             values = torch.where(counted[:, None], values, fill)
-        if numerators is not None and masked:  # those of the filled queries are left out (_tail_sums)
+        if numerators is not None and masked:  # those of the filled queries are left out (tail_sums)
             numerators = torch.where(counted, numerators, 0.0)
         if self._keeps_values:
             kept = (
-                values if tail is None else self._spread_tail(values, tail, numerators, counted, fill, masked)
+                values if tail is None else spread_tail(self, values, tail, numerators, counted, fill, masked)
             )
             self._keep_per_query(kept, query_ids, counted if action == "skip" else None)
         if action == "skip":
@@ -591,54 +397,18 @@ class RankingMetric(Metric):
         sums = [
             part
             for power, v in enumerate([values, *parts])
-            for part in self._tail_sums(limb_sums(v), tail, numerators, filled, power)
+            for part in tail_sums(self, limb_sums(v), tail, numerators, filled, power)
         ]
         self._add_to_sums(*sums)
 
     def _tail(self, depth: int) -> int | None:
         """Where the cutoffs at or past the ranked ``depth`` start (the first of them is scored
         and stands for the rest), or None when fewer than two are (each cutoff is scored)."""
-        if self.cutoff_tail is None or self.top_k is None:
-            return None
-        first = bisect.bisect_left(self.top_k, depth)
-        return first if first < len(self.top_k) - 1 else None
+        return tail_start(self, depth)
 
     def _cutoff_ks(self) -> torch.Tensor:
         """The cutoffs as a float64 tensor, built once per list (100,000 of them take ~10 ms)."""
-        cached = self.__dict__.get("_ks")
-        if cached is None or cached[0] is not self.top_k:
-            cached = self._ks = (self.top_k, torch.tensor(self.top_k, dtype=torch.float64))
-        return cached[1]
-
-    def _spread_tail(self, values, tail, numerators, counted, fill, masked) -> torch.Tensor:
-        """The ``(batch, len(top_k))`` values of every cutoff from those scored up to ``tail``."""
-        rest = len(self.top_k) - tail - 1
-        if numerators is None:
-            return torch.cat([values, values[:, -1:].expand(-1, rest)], dim=1)
-        spread = numerators[:, None] / self._cutoff_ks()[tail + 1 :].to(values.device)
-        if masked:
-            spread = torch.where(counted[:, None], spread, fill)
-        return torch.cat([values, spread], dim=1)
-
-    def _tail_sums(self, sums, tail, numerators, filled, power) -> list[torch.Tensor]:
-        """The limbs of every cutoff, as two blocks of rows, from ``sums``, those of the cutoffs
-        scored up to ``tail``: the last repeated (a view), or under "divide" the sums over the
-        distinct numerators ``n`` of ``(n / k) ** power`` times their queries, plus 1 for each of
-        ``filled`` queries.
-
-        Each value is rounded on its own as :func:`limb_sums` rounds it, so the limbs are those
-        of the values of every cutoff summed: the same to the bit.
-        """
-        rest = len(self.top_k) - tail - 1
-        if numerators is None:
-            return [sums, sums[-1:].expand(rest, -1)]
-        distinct, queries = torch.unique(numerators, return_counts=True)
-        nonzero = distinct != 0  # 0 / k adds nothing (nor do the filled queries, held at 0 here)
-        spread = distinct[nonzero, None] / self._cutoff_ks()[tail + 1 :].to(distinct.device)
-        tail_sums = weighted_limb_sums(spread.square() if power else spread, queries[nonzero])
-        if filled is not None:
-            tail_sums[:, 0] += filled.to(tail_sums.device)
-        return [sums, tail_sums]
+        return cutoff_ks(self)
 
     @property
     def _sum_rows(self) -> int:
@@ -655,7 +425,7 @@ class RankingMetric(Metric):
         return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
 
     # A group sets a list here during its update: members' values wait in it and the group sums
-    # them in one pass (:func:`add_pending_sums`), the same limbs as one pass each.
+    # them in one pass (group.py's ``add_pending_sums``), the same limbs as one pass each.
     _pending_sums: list | None = None
 
     def _sum_values(self, values: torch.Tensor) -> None:
@@ -683,18 +453,7 @@ class RankingMetric(Metric):
         self, values: torch.Tensor, query_ids: torch.Tensor | None, counted: torch.Tensor | None
     ) -> None:
         """Keeps the values and keys of a batch's queries (only the ``counted`` ones if given)."""
-        given = query_ids is not None
-        if self._user_keys is not None and self._user_keys != given:
-            raise ValueError("pass query_ids with every update of a per_query metric, or with none")
-        batch = values.shape[0]
-        keys = query_ids if given else torch.arange(self._queries_arrived, self._queries_arrived + batch)
-        if counted is not None:
-            values, keys = values[counted.to(values.device)], keys[counted.cpu()]
-        self._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
-        self._query_keys.append(keys)
-        self._queries_arrived += batch
-        self._user_keys = given
-        self._gathered = None
+        keep_per_query(self, values, query_ids, counted)
 
     def per_query_values(self) -> PerQuery:
         """Each counted query's values and key, from every process (call it on all of them).
@@ -738,24 +497,7 @@ class RankingMetric(Metric):
 
     def _aggregate(self, gathered: PerQuery) -> list[float] | float:
         """``aggregation`` of every process's counted per-query values, per value."""
-        if len(gathered) == 0:
-            raise self._label_notes.not_computable(
-                type(self).__name__, self.relevance_threshold, self.count_rule
-            )
-        results = []
-        for name, values in gathered.values.items():
-            if callable(self.aggregation):
-                result = self.aggregation(values)
-                try:
-                    results.append(float(result))
-                except (TypeError, ValueError, RuntimeError):
-                    raise TypeError(
-                        f"aggregation must return one number for a 1-D tensor of per-query values; "
-                        f"for {name} it returned {result!r}."
-                    ) from None
-            else:  # median: the lower of the two middle values for an even count, as torch's
-                results.append(float(getattr(values, self.aggregation)()))
-        return results if self.top_k is not None else results[0]
+        return aggregate(self, gathered)
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _mean(self) -> list[float] | float:
@@ -798,16 +540,7 @@ class RankingMetric(Metric):
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _interval(self) -> list[tuple[float, float]] | tuple[float, float]:
-        count = int(self._num_examples.item())
-        if count == 0:
-            raise NotComputableError(f"{type(self).__name__} must have at least one query before interval().")
-        quantile = t_quantile(self.confidence, count - 1)
-        totals = limb_totals(self._sum_per_k)
-        intervals = [
-            _t_interval(total, squares, count, quantile)
-            for total, squares in zip(totals[: self.num_values], totals[self.num_values :], strict=True)
-        ]
-        return intervals if self.top_k is not None else intervals[0]
+        return t_intervals(self)
 
     def completed(self, engine, name: str) -> None:
         """As :meth:`ignite.metrics.Metric.completed`; with ``confidence``, also publishes each
@@ -835,33 +568,10 @@ class RankingMetric(Metric):
             {'metric': 'ndcg', 'top_k': [5, 10], 'ignore_zero_hits': True, 'relevance_threshold': 1.0,
              'ties': 'first', 'ignore_index': None, 'gain_function': 'linear_rank'}
         """
-        settings = {
-            "metric": self.name,
-            **{key: copy.copy(getattr(self, key)) for key in self._settings_keys},
-        }
-        if self.judged_only:  # only when set, so that states saved before the option still load
-            settings["judged_only"] = True
-        if self.confidence is not None:  # the state then holds the sums of squares too
-            settings["confidence"] = self.confidence
-        if self.empty_target_action in ("pos", "error"):  # "skip" and "neg" are ignore_zero_hits
-            settings["empty_target_action"] = self.empty_target_action
-        return settings
+        return settings_of(self)
 
     def _state_dict_per_rank(self) -> OrderedDict:
-        # Copies, so that later updates never change a state the user saved.
-        state = OrderedDict((key, getattr(self, key).clone()) for key in self._state_dict_all_req_keys)
-        state[_SETTINGS] = self.settings()
-        if self._keeps_values:
-            state["_query_values"] = (
-                torch.cat(self._query_values) if self._query_values else torch.zeros((0, self.num_values))
-            ).to(torch.float64)
-            state["_query_keys"] = (
-                torch.cat(self._query_keys) if self._query_keys else torch.zeros(0, dtype=torch.int64)
-            )
-            state["_queries_arrived"] = self._queries_arrived
-            state["_user_keys"] = self._user_keys
-        state.update(held_to_state(self._held))
-        return state
+        return saved_state(self)
 
     def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
         self._assign_state(self._checked_state(state_dict))
@@ -869,181 +579,20 @@ class RankingMetric(Metric):
     def _checked_state(self, state_dict: Mapping) -> LoadedState:
         """What ``state_dict`` loads, every entry checked first (:mod:`~ignite_ranking.metrics.state`);
         changes nothing, so that a refused state leaves the metric (or a group) as it was."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
-        missing = [key for key in (*self._state_dict_all_req_keys, _SETTINGS) if key not in state_dict]
-        if missing:
-            raise ValueError(
-                f"state_dict lacks {missing}; pass what {type(self).__name__}.state_dict() returned."
-            )
-        check_tensors(state_dict)
-        self._check_settings(state_dict[_SETTINGS])
-        count = loaded_count(state_dict["_num_examples"])
-        sums = self._loaded_sums(state_dict["_sum_per_k"])
-        self._check_sums(sums, count)
-        per_query = None
-        if self._keeps_values:
-            kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
-            if any(key not in state_dict for key in kept):
-                raise ValueError(
-                    f"state_dict lacks the per-query values that this {type(self).__name__} keeps "
-                    "(per_query=True, or an aggregation other than 'mean'); pass what such a "
-                    "metric's state_dict() returned."
-                )
-            per_query = loaded_per_query(state_dict, self.num_values, count, self.value_range)
-        held = held_from_state(state_dict)
-        if held is not None and not self.takes_flat:
-            raise ValueError(
-                f"state_dict holds held-back rows of the flat form, which {type(self).__name__} does "
-                "not take; it is not a saved state of this metric."
-            )
-        return LoadedState(sums, count, per_query, held)
+        return checked_state(self, state_dict)
 
     def _assign_state(self, state: LoadedState) -> None:
         """Loads a state that :meth:`_checked_state` returned (nothing here can fail)."""
-        self._sum_per_k = state.sums.to(self._device)
-        self._num_examples = torch.tensor(state.count, dtype=torch.int64, device=self._device)
-        self._reset_per_query()
-        if state.per_query is not None:
-            self._query_values = [state.per_query.values]
-            self._query_keys = [state.per_query.keys]
-            self._queries_arrived = state.per_query.arrived
-            self._user_keys = state.per_query.user_keys
-        self._held = state.held
+        assign_state(self, state)
 
     def _loaded_sums(self, sums: object) -> torch.Tensor:
-        """The sums of a saved state as limbs (a copy), refusing a wrong type or shape.
-
-        A state saved before the sums were exact holds float64 sums, one per cutoff: they are
-        converted (exactly, for sums whose bits stop at 2**-64, which covers every sum of values
-        that are multiples of 2**-64; otherwise to the nearest multiple of it).
-        """
-        if not isinstance(sums, torch.Tensor) or sums.is_complex() or sums.dtype == torch.bool:
-            shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
-            raise TypeError(f"state_dict['_sum_per_k'] must be a tensor of sums, got {shown}.")
-        if sums.is_floating_point():  # saved before the exact sums
-            if sums.shape != (self._sum_rows,):
-                raise ValueError(
-                    f"state_dict['_sum_per_k'] must have shape ({self._sum_rows}, {LIMBS}) (or "
-                    f"({self._sum_rows},) from an older version), got {tuple(sums.shape)}."
-                )
-            if not torch.isfinite(sums).all():
-                raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
-            return from_floats(sums.detach())
-        if sums.dtype != torch.int64 or sums.shape != (self._sum_rows, LIMBS):
-            raise ValueError(
-                f"state_dict['_sum_per_k'] must be int64 limbs of shape ({self._sum_rows}, {LIMBS}), "
-                f"one row per cutoff (and per cutoff's squares under confidence), got {sums.dtype} "
-                f"of shape {tuple(sums.shape)}."
-            )
-        return sums.detach().clone()
+        """The sums of a saved state as limbs (a copy), refusing a wrong type or shape
+        (:func:`~ignite_ranking.metrics.state.loaded_sums`)."""
+        return loaded_sums(sums, self._sum_rows)
 
     def _check_sums(self, sums: torch.Tensor, count: int) -> None:
         """Refuses loaded sums (of :meth:`_loaded_sums`) that ``count`` queries cannot give."""
         check_limbs(sums, count, self.value_range, self.num_values)
 
     def _check_settings(self, saved: object) -> None:
-        own = self.settings()
-        if not isinstance(saved, Mapping):
-            raise TypeError(f"state_dict['{_SETTINGS}'] must be a mapping, got {type(saved).__name__}.")
-        differ = [
-            f"{key} (saved {saved[key]!r}, here {own[key]!r})" if key in saved else f"{key} (not saved)"
-            for key in own
-            if key not in saved or saved[key] != own[key]
-        ]
-        differ += [f"{key} (saved {saved[key]!r}, not set here)" for key in saved if key not in own]
-        if differ:
-            raise ValueError(
-                f"state_dict was saved by a metric with other settings than this {type(self).__name__}, "
-                f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
-                "metric built with the same arguments."
-            )
-
-
-def bounds_by_name(intervals: Mapping[str, tuple[float, float]]) -> dict[str, float]:
-    """``{"mrr@10": (low, high)}`` as an engine publishes it: ``{"mrr@10_low": low, ...}``."""
-    bounds = {}
-    for name, (low, high) in intervals.items():
-        bounds[f"{name}_low"], bounds[f"{name}_high"] = low, high
-    return bounds
-
-
-def t_quantile(confidence: float, degrees: int) -> float:
-    """The ``(1 + confidence) / 2`` quantile of Student's t (scipy, imported when needed)."""
-    try:
-        from scipy import stats
-    except ImportError:
-        raise ImportError("confidence intervals need scipy: pip install 'ignite-ranking[compare]'") from None
-    return float(stats.t.ppf((1 + confidence) / 2, degrees)) if degrees > 0 else math.nan
-
-
-def _t_interval(total: int | None, squares: int | None, count: int, quantile: float) -> tuple[float, float]:
-    """``mean -/+ quantile * s / sqrt(n)`` from exact sums in 2**-64 units (sample variance exact)."""
-    if total is None or squares is None or count < 2:
-        return math.nan, math.nan
-    mean = total / (count << 64)
-    # n * sum(v^2) - (sum v)^2, in 2**-128 units: exact, never negative
-    spread = max((count * squares << 64) - total * total, 0)
-    sem = math.sqrt(spread / ((count * (count - 1) * count) << 128))
-    return mean - quantile * sem, mean + quantile * sem
-
-
-class SingleValueMetric(RankingMetric):
-    """A metric with one value per query and no cutoffs (R-Precision, bpref, AUC): the
-    positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
-
-    takes_top_k = False
-
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
-
-
-def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
-    """Adds each ``(metric, values)``'s exact sums to the metric's state, in one
-    :func:`~ignite_ranking.kernels.exact_sum.limb_sums` pass over the values side by side where
-    they share rows and device (each column is summed on its own, so the limbs are the same)."""
-    if not pending:
-        return
-    first = pending[0][1]
-    if any(v.shape[0] != first.shape[0] or v.device != first.device for _, v in pending):
-        for metric, values in pending:
-            metric._add_to_sums(limb_sums(values))
-        return
-    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
-    widths = [values.shape[1] for _, values in pending]
-    states = [metric._sum_per_k[:width] for (metric, _), width in zip(pending, widths, strict=True)]
-    if any(state.device != sums.device for state in states):
-        for (metric, _), part in zip(pending, sums.split(widths), strict=True):
-            metric._add_to_sums(part)
-        return
-    # Every member's rows added and carried at once (carrying works row by row: the same limbs).
-    totals = carry_(torch.cat(states) + sums)
-    for state, total in zip(states, totals.split(widths), strict=True):
-        state.copy_(total)
+        check_settings(self.settings(), saved, type(self).__name__)

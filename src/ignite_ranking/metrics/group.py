@@ -11,6 +11,7 @@ from ignite.metrics.metric import EpochWise, MetricUsage
 
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import check_flag
+from ..kernels.exact_sum import carry_, limb_sums
 from ..kernels.forms import (
     FlatRows,
     Ranking,
@@ -19,17 +20,12 @@ from ..kernels.forms import (
     flush,
 )
 from ..kernels.held import held_from_state, held_to_state
-from .base import (
-    RankingMetric,
-    add_pending_sums,
-    bounds_by_name,
-    check_empty_target_action,
-    flat_ids,
-    normalize_judged,
-    resolve_empty_target_action,
-)
+from .base import RankingMetric
+from .batches import flat_ids, normalize_judged
 from .diversity import SubtopicMetric
+from .intervals import bounds_by_name
 from .label_notes import LabelNotes
+from .options import check_empty_target_action, resolve_empty_target_action
 from .per_query import PerQuery, query_keys, split_extras
 from .state import check_tensors
 
@@ -416,3 +412,27 @@ def _applies(metric: RankingMetric, key: str) -> bool:
     if key == "empty_target_action":
         key = "ignore_zero_hits"
     return key in metric._settings_keys
+
+
+def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
+    """Adds each ``(metric, values)``'s exact sums to the metric's state, in one
+    :func:`~ignite_ranking.kernels.exact_sum.limb_sums` pass over the values side by side where
+    they share rows and device (each column is summed on its own, so the limbs are the same)."""
+    if not pending:
+        return
+    first = pending[0][1]
+    if any(v.shape[0] != first.shape[0] or v.device != first.device for _, v in pending):
+        for metric, values in pending:
+            metric._add_to_sums(limb_sums(values))
+        return
+    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
+    widths = [values.shape[1] for _, values in pending]
+    states = [metric._sum_per_k[:width] for (metric, _), width in zip(pending, widths, strict=True)]
+    if any(state.device != sums.device for state in states):
+        for (metric, _), part in zip(pending, sums.split(widths), strict=True):
+            metric._add_to_sums(part)
+        return
+    # Every member's rows added and carried at once (carrying works row by row: the same limbs).
+    totals = carry_(torch.cat(states) + sums)
+    for state, total in zip(states, totals.split(widths), strict=True):
+        state.copy_(total)

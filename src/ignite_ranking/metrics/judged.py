@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import torch
 
 from ..kernels import RankedBatch, judged
-from .base import RankingMetric, SingleValueMetric
+from .base import RankingMetric
+from .single_value import SingleValueMetric
 
 __all__ = ["Bpref", "Judged"]
 

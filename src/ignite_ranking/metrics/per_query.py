@@ -1,4 +1,4 @@
-"""Per-query values kept by a metric on request (``per_query=True``), and their gathering.
+"""Per-query values kept by a metric on request (``per_query=True``): keeping, gathering, aggregating.
 
 Keys: a query's key is the id the user passed with its batch (``(y_pred, y, {"query_ids":
 ids})``), the query id of the flat form (``(preds, target, indexes)``: its ``indexes``), or else
@@ -16,7 +16,15 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerQuery", "check_query_ids", "gather_per_query", "query_keys", "split_extras"]
+__all__ = [
+    "PerQuery",
+    "aggregate",
+    "check_query_ids",
+    "gather_per_query",
+    "keep_per_query",
+    "query_keys",
+    "split_extras",
+]
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,43 @@ def gather_per_query(
                 "(a DistributedSampler pads its last batches with repeats: drop them or use drop_last)"
             )
     return local_keys, local_values
+
+
+def keep_per_query(
+    metric, values: torch.Tensor, query_ids: torch.Tensor | None, counted: torch.Tensor | None
+) -> None:
+    """Keeps in ``metric`` the values and keys of a batch's queries (only the ``counted`` ones if given)."""
+    given = query_ids is not None
+    if metric._user_keys is not None and metric._user_keys != given:
+        raise ValueError("pass query_ids with every update of a per_query metric, or with none")
+    batch = values.shape[0]
+    keys = query_ids if given else torch.arange(metric._queries_arrived, metric._queries_arrived + batch)
+    if counted is not None:
+        values, keys = values[counted.to(values.device)], keys[counted.cpu()]
+    metric._query_values.append(values.detach().to(device="cpu", dtype=torch.float64))
+    metric._query_keys.append(keys)
+    metric._queries_arrived += batch
+    metric._user_keys = given
+    metric._gathered = None
+
+
+def aggregate(metric, gathered: PerQuery) -> list[float] | float:
+    """``metric.aggregation`` of every process's counted per-query values, per value."""
+    if len(gathered) == 0:
+        raise metric._label_notes.not_computable(
+            type(metric).__name__, metric.relevance_threshold, metric.count_rule
+        )
+    results = []
+    for name, values in gathered.values.items():
+        if callable(metric.aggregation):
+            result = metric.aggregation(values)
+            try:
+                results.append(float(result))
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(
+                    f"aggregation must return one number for a 1-D tensor of per-query values; "
+                    f"for {name} it returned {result!r}."
+                ) from None
+        else:  # median: the lower of the two middle values for an even count, as torch's
+            results.append(float(getattr(values, metric.aggregation)()))
+    return results if metric.top_k is not None else results[0]

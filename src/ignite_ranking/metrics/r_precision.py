@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..kernels import RankedBatch, scoring
-from .base import SingleValueMetric
+from .single_value import SingleValueMetric
 
 __all__ = ["RPrecision"]
 

@@ -1,8 +1,12 @@
-"""Checks of a saved state, made before any of it is loaded.
+"""A metric's saved state: what ``state_dict`` saves, and the checks made before any of it is loaded.
+
+``state_dict()`` saves the sums, the count, the metric's ``settings()`` (what the sums mean), the
+kept per-query values and the flat form's held-back rows (:func:`saved_state`).
 
 ``load_state_dict`` (a metric's, and a group's for all its members) first checks every entry
-against what the metric's own updates can produce, then assigns them all, so that a refused
-state leaves the metric exactly as it was (docs: contract, "state checks"):
+against what the metric's own updates can produce (:func:`checked_state`), then assigns them
+all (:func:`assign_state`), so that a refused state leaves the metric exactly as it was (docs:
+contract, "state checks"):
 
 - every tensor is a dense tensor with data (not on the ``meta`` device);
 - the count is an integer in ``[0, 2**63)``;
@@ -17,17 +21,35 @@ state leaves the metric exactly as it was (docs: contract, "state checks"):
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 
-from ..kernels.exact_sum import LIMBS, limb_totals
+from ..kernels.exact_sum import LIMBS, from_floats, limb_totals
 from ..kernels.forms import FlatRows
+from ..kernels.held import held_from_state, held_to_state
 
-__all__ = ["LoadedState", "check_limbs", "check_tensors", "loaded_count", "loaded_per_query"]
+__all__ = [
+    "LoadedState",
+    "assign_state",
+    "check_limbs",
+    "check_settings",
+    "check_tensors",
+    "checked_state",
+    "loaded_count",
+    "loaded_per_query",
+    "loaded_sums",
+    "saved_state",
+    "settings_of",
+]
+
+# The key of a saved state that says what it is a state of (see RankingMetric.settings).
+_SETTINGS = "_settings"
 
 _INT64 = 2**63
 _UNIT = 2**64  # a limb total counts 2**-64 units
@@ -181,3 +203,131 @@ def loaded_per_query(
             f"{repeated} come more than once."
         )
     return PerQueryState(values.detach().to(torch.float64).clone(), keys.detach().clone(), arrived, user_keys)
+
+
+def saved_state(metric) -> OrderedDict:
+    """What ``metric.state_dict()`` saves of one process: copies of the sums and count, its
+    ``settings()``, the kept per-query values and the held-back rows of the flat form."""
+    # Copies, so that later updates never change a state the user saved.
+    state = OrderedDict((key, getattr(metric, key).clone()) for key in metric._state_dict_all_req_keys)
+    state[_SETTINGS] = metric.settings()
+    if metric._keeps_values:
+        state["_query_values"] = (
+            torch.cat(metric._query_values) if metric._query_values else torch.zeros((0, metric.num_values))
+        ).to(torch.float64)
+        state["_query_keys"] = (
+            torch.cat(metric._query_keys) if metric._query_keys else torch.zeros(0, dtype=torch.int64)
+        )
+        state["_queries_arrived"] = metric._queries_arrived
+        state["_user_keys"] = metric._user_keys
+    state.update(held_to_state(metric._held))
+    return state
+
+
+def checked_state(metric, state_dict: Mapping) -> LoadedState:
+    """What ``state_dict`` loads, every entry checked first (:mod:`~ignite_ranking.metrics.state`);
+    changes nothing, so that a refused state leaves the metric (or a group) as it was."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
+    missing = [key for key in (*metric._state_dict_all_req_keys, _SETTINGS) if key not in state_dict]
+    if missing:
+        raise ValueError(
+            f"state_dict lacks {missing}; pass what {type(metric).__name__}.state_dict() returned."
+        )
+    check_tensors(state_dict)
+    metric._check_settings(state_dict[_SETTINGS])
+    count = loaded_count(state_dict["_num_examples"])
+    sums = metric._loaded_sums(state_dict["_sum_per_k"])
+    metric._check_sums(sums, count)
+    per_query = None
+    if metric._keeps_values:
+        kept = ("_query_values", "_query_keys", "_queries_arrived", "_user_keys")
+        if any(key not in state_dict for key in kept):
+            raise ValueError(
+                f"state_dict lacks the per-query values that this {type(metric).__name__} keeps "
+                "(per_query=True, or an aggregation other than 'mean'); pass what such a "
+                "metric's state_dict() returned."
+            )
+        per_query = loaded_per_query(state_dict, metric.num_values, count, metric.value_range)
+    held = held_from_state(state_dict)
+    if held is not None and not metric.takes_flat:
+        raise ValueError(
+            f"state_dict holds held-back rows of the flat form, which {type(metric).__name__} does "
+            "not take; it is not a saved state of this metric."
+        )
+    return LoadedState(sums, count, per_query, held)
+
+
+def assign_state(metric, state: LoadedState) -> None:
+    """Loads a state that :func:`checked_state` returned (nothing here can fail)."""
+    metric._sum_per_k = state.sums.to(metric._device)
+    metric._num_examples = torch.tensor(state.count, dtype=torch.int64, device=metric._device)
+    metric._reset_per_query()
+    if state.per_query is not None:
+        metric._query_values = [state.per_query.values]
+        metric._query_keys = [state.per_query.keys]
+        metric._queries_arrived = state.per_query.arrived
+        metric._user_keys = state.per_query.user_keys
+    metric._held = state.held
+
+
+def loaded_sums(sums: object, rows: int) -> torch.Tensor:
+    """The sums of a saved state as limbs (a copy), refusing a wrong type or shape.
+
+    A state saved before the sums were exact holds float64 sums, one per cutoff: they are
+    converted (exactly, for sums whose bits stop at 2**-64, which covers every sum of values
+    that are multiples of 2**-64; otherwise to the nearest multiple of it).
+    """
+    if not isinstance(sums, torch.Tensor) or sums.is_complex() or sums.dtype == torch.bool:
+        shown = sums.dtype if isinstance(sums, torch.Tensor) else type(sums).__name__
+        raise TypeError(f"state_dict['_sum_per_k'] must be a tensor of sums, got {shown}.")
+    if sums.is_floating_point():  # saved before the exact sums
+        if sums.shape != (rows,):
+            raise ValueError(
+                f"state_dict['_sum_per_k'] must have shape ({rows}, {LIMBS}) (or "
+                f"({rows},) from an older version), got {tuple(sums.shape)}."
+            )
+        if not torch.isfinite(sums).all():
+            raise ValueError(f"state_dict['_sum_per_k'] must be finite, got {sums.tolist()}.")
+        return from_floats(sums.detach())
+    if sums.dtype != torch.int64 or sums.shape != (rows, LIMBS):
+        raise ValueError(
+            f"state_dict['_sum_per_k'] must be int64 limbs of shape ({rows}, {LIMBS}), "
+            f"one row per cutoff (and per cutoff's squares under confidence), got {sums.dtype} "
+            f"of shape {tuple(sums.shape)}."
+        )
+    return sums.detach().clone()
+
+
+def check_settings(own: Mapping, saved: object, name: str) -> None:
+    """Refuses ``saved`` settings other than ``own``, those of the metric class ``name``."""
+    if not isinstance(saved, Mapping):
+        raise TypeError(f"state_dict['{_SETTINGS}'] must be a mapping, got {type(saved).__name__}.")
+    differ = [
+        f"{key} (saved {saved[key]!r}, here {own[key]!r})" if key in saved else f"{key} (not saved)"
+        for key in own
+        if key not in saved or saved[key] != own[key]
+    ]
+    differ += [f"{key} (saved {saved[key]!r}, not set here)" for key in saved if key not in own]
+    if differ:
+        raise ValueError(
+            f"state_dict was saved by a metric with other settings than this {name}, "
+            f"so its sums mean something else; differing: {', '.join(differ)}. Load it into a "
+            "metric built with the same arguments."
+        )
+
+
+def settings_of(metric) -> dict:
+    """``metric.settings()`` of a :class:`~ignite_ranking.metrics.base.RankingMetric`: its ``name``
+    and the arguments that change its numbers (new ones only when set away from their default)."""
+    settings = {
+        "metric": metric.name,
+        **{key: copy.copy(getattr(metric, key)) for key in metric._settings_keys},
+    }
+    if metric.judged_only:  # only when set, so that states saved before the option still load
+        settings["judged_only"] = True
+    if metric.confidence is not None:  # the state then holds the sums of squares too
+        settings["confidence"] = metric.confidence
+    if metric.empty_target_action in ("pos", "error"):  # "skip" and "neg" are ignore_zero_hits
+        settings["empty_target_action"] = metric.empty_target_action
+    return settings
