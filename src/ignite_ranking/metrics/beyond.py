@@ -97,7 +97,18 @@ class _ListMeasure(RankingMetric):
         return {**super().settings(), self.statistic: self._digest}
 
 
-class Novelty(_ListMeasure):
+class _ItemMean(_ListMeasure):
+    """A list's mean of one per-item value: the ``_stats`` entry named ``per_item``."""
+
+    per_item: str
+
+    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
+        values = self._stats.on(self.per_item, ranked.indices.device)
+        lengths = beyond.list_lengths(ranked.indices)
+        return beyond.list_means(beyond.values_at(values, ranked.indices), lengths, cutoffs)
+
+
+class Novelty(_ItemMean):
     r"""Novelty at k: the mean self-information of the recommended items, in bits.
 
     .. math::
@@ -140,6 +151,7 @@ class Novelty(_ListMeasure):
 
     value_range = (0.0, math.inf)
     name = "novelty"
+    per_item = "novelty"
 
     def __init__(
         self,
@@ -168,13 +180,8 @@ class Novelty(_ListMeasure):
             confidence=confidence,
         )
 
-    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
-        novelty = self._stats.on("novelty", ranked.indices.device)
-        lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(novelty, ranked.indices), lengths, cutoffs)
 
-
-class AveragePopularity(_ListMeasure):
+class AveragePopularity(_ItemMean):
     r"""Average recommendation popularity (ARP) at k: the mean raw popularity of a list's items.
 
     .. math::
@@ -204,6 +211,7 @@ class AveragePopularity(_ListMeasure):
 
     value_range = (0.0, math.inf)
     name = "arp"
+    per_item = "popularity"
 
     def __init__(
         self,
@@ -232,13 +240,8 @@ class AveragePopularity(_ListMeasure):
             confidence=confidence,
         )
 
-    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
-        popularity = self._stats.on("popularity", ranked.indices.device)
-        lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(popularity, ranked.indices), lengths, cutoffs)
 
-
-class LongTailShare(_ListMeasure):
+class LongTailShare(_ItemMean):
     r"""Average percentage of long-tail items (APLT) at k: the share of a list's items in the tail.
 
     .. math::
@@ -269,6 +272,7 @@ class LongTailShare(_ListMeasure):
     value_range = (0.0, 1.0)
     name = "aplt"
     statistic = "tail_items"
+    per_item = "tail"
 
     def __init__(
         self,
@@ -296,11 +300,6 @@ class LongTailShare(_ListMeasure):
             ignore_index=ignore_index,
             confidence=confidence,
         )
-
-    def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
-        tail = self._stats.on("tail", ranked.indices.device)
-        lengths = beyond.list_lengths(ranked.indices)
-        return beyond.list_means(beyond.values_at(tail, ranked.indices), lengths, cutoffs)
 
 
 class IntraListDiversity(_ListMeasure):
