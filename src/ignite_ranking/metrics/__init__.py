@@ -52,7 +52,7 @@ __getattr__, __dir__ = _lazy.attach(
         "MAP": ".average_precision",
         "RankingMetric": ".base",
         "AveragePopularity": ".beyond",
-        "ExpectedExposure": ".beyond",
+        "ExpectedExposure": ".expected_exposure",
         "IntraListDiversity": ".beyond",
         "LongTailShare": ".beyond",
         "Novelty": ".beyond",
@@ -83,15 +83,9 @@ if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__
     from .auc import AUC, GAUC
     from .average_precision import MAP
     from .base import RankingMetric
-    from .beyond import (
-        AveragePopularity,
-        ExpectedExposure,
-        IntraListDiversity,
-        LongTailShare,
-        Novelty,
-        Serendipity,
-    )
+    from .beyond import AveragePopularity, IntraListDiversity, LongTailShare, Novelty, Serendipity
     from .diversity import ERRIA, NRBP, AlphaNDCG, PrecisionIA, SubtopicRecall
+    from .expected_exposure import ExpectedExposure
     from .exposure import Coverage, GiniIndex, ShannonEntropy
     from .group import RankingMetrics
     from .hit_rate import HitRate

@@ -11,14 +11,9 @@ from ignite.metrics.metric import reinit__is_reduced, sync_all_reduce
 from ..kernels import check_inputs, check_threshold, check_ties
 from ..kernels.inputs import comparable_labels, count_relevant
 from ..metrics.base import RankingMetric
-from .estimators import (
-    _check_flag,
-    _correction,
-    check_estimator,
-    check_sizes,
-    design_for,
-    fit_rank_distribution,
-)
+from .arguments import _check_flag, check_estimator, check_sizes
+from .estimators import _correction, design_for
+from .mle import fit_rank_distribution
 
 __all__ = ["SampledMetrics", "sampled_ranks"]
 
