@@ -12,93 +12,54 @@ from . import _lazy
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AUC",
-    "ERR",
-    "ERRIA",
-    "GAUC",
-    "MAP",
-    "MRR",
-    "NDCG",
-    "NERR",
-    "NRBP",
-    "RBP",
-    "AlphaNDCG",
-    "AveragePopularity",
-    "Bpref",
-    "Coverage",
-    "ExpectedExposure",
-    "FractionalLabelWarning",
-    "GiniIndex",
-    "HitRate",
-    "IntraListDiversity",
-    "Judged",
-    "LongTailShare",
-    "Novelty",
-    "PerQuery",
-    "Precision",
-    "PrecisionIA",
-    "RBPResidual",
-    "RPrecision",
-    "RankingMetric",
-    "RankingMetrics",
-    "Recall",
-    "Retrieved",
-    "Serendipity",
-    "ShannonEntropy",
-    "SubtopicRecall",
-    "catalog",
-    "distributed",
-    "functional",
-    "sampled",
-]
 
-# Where each public name lives. tests/test_imports.py checks that this table, __all__ and the
-# imports for type checkers below name the same things.
-__getattr__, __dir__ = _lazy.attach(
-    __name__,
-    names={
-        "Retrieved": ".kernels.forms",
-        **{name: ".metrics" for name in __all__ if name[0].isupper() and name != "Retrieved"},
-    },
-    submodules=("catalog", "distributed", "functional", "sampled"),
-)
+__getattr__, __dir__, __all__ = _lazy.attach_listed(__name__, __file__)
 
-if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
-    from . import catalog, distributed, functional, sampled
-    from .kernels.forms import Retrieved
-    from .metrics import (
-        AUC,
-        ERR,
-        ERRIA,
-        GAUC,
-        MAP,
-        MRR,
-        NDCG,
-        NERR,
-        NRBP,
-        RBP,
-        AlphaNDCG,
-        AveragePopularity,
-        Bpref,
-        Coverage,
-        ExpectedExposure,
-        FractionalLabelWarning,
-        GiniIndex,
-        HitRate,
-        IntraListDiversity,
-        Judged,
-        LongTailShare,
-        Novelty,
-        PerQuery,
-        Precision,
-        PrecisionIA,
-        RankingMetric,
-        RankingMetrics,
-        RBPResidual,
-        Recall,
-        RPrecision,
-        Serendipity,
-        ShannonEntropy,
-        SubtopicRecall,
+# The public names, written once: what a type checker and an IDE see, and what _lazy.attach_listed
+# reads to load each on first use and to build __all__. ``A as A`` marks a re-export of a typed
+# package; isort would split such imports one name a line.
+# isort: off
+if TYPE_CHECKING:
+    from . import (
+        catalog as catalog,
+        distributed as distributed,
+        functional as functional,
+        sampled as sampled,
     )
+    from .kernels.forms import Retrieved as Retrieved
+    from .metrics import (
+        AUC as AUC,
+        ERR as ERR,
+        ERRIA as ERRIA,
+        GAUC as GAUC,
+        MAP as MAP,
+        MRR as MRR,
+        NDCG as NDCG,
+        NERR as NERR,
+        NRBP as NRBP,
+        RBP as RBP,
+        AlphaNDCG as AlphaNDCG,
+        AveragePopularity as AveragePopularity,
+        Bpref as Bpref,
+        Coverage as Coverage,
+        ExpectedExposure as ExpectedExposure,
+        FractionalLabelWarning as FractionalLabelWarning,
+        GiniIndex as GiniIndex,
+        HitRate as HitRate,
+        IntraListDiversity as IntraListDiversity,
+        Judged as Judged,
+        LongTailShare as LongTailShare,
+        Novelty as Novelty,
+        PerQuery as PerQuery,
+        Precision as Precision,
+        PrecisionIA as PrecisionIA,
+        RankingMetric as RankingMetric,
+        RankingMetrics as RankingMetrics,
+        RBPResidual as RBPResidual,
+        Recall as Recall,
+        RPrecision as RPrecision,
+        Serendipity as Serendipity,
+        ShannonEntropy as ShannonEntropy,
+        SubtopicRecall as SubtopicRecall,
+    )
+# isort: on

@@ -9,35 +9,15 @@ from typing import TYPE_CHECKING
 
 from .. import _lazy
 
-__all__ = [
-    "ALTERNATIVES",
-    "CORRECTIONS",
-    "TESTS",
-    "CompareWarning",
-    "Comparison",
-    "Report",
-    "compare",
-    "plot_differences",
-]
+__getattr__, __dir__, __all__ = _lazy.attach_listed(__name__, __file__)
 
-# Loaded on first use: the command line's parser reads TESTS and CORRECTIONS, nothing else.
-# tests/test_imports.py checks that this table, __all__ and the imports below name the same things.
-__getattr__, __dir__ = _lazy.attach(
-    __name__,
-    names={
-        "CompareWarning": ".core",
-        "compare": ".core",
-        "plot_differences": ".plot",
-        "Comparison": ".report",
-        "Report": ".report",
-        "ALTERNATIVES": ".stats",
-        "CORRECTIONS": ".stats",
-        "TESTS": ".stats",
-    },
-)
-
-if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
-    from .core import CompareWarning, compare
-    from .plot import plot_differences
-    from .report import Comparison, Report
-    from .stats import ALTERNATIVES, CORRECTIONS, TESTS
+# The public names, written once: what a type checker and an IDE see, and what _lazy.attach_listed
+# reads to load each on first use and to build __all__. ``A as A`` marks a re-export of a typed
+# package; isort would split such imports one name a line.
+# isort: off
+if TYPE_CHECKING:
+    from .core import CompareWarning as CompareWarning, compare as compare
+    from .plot import plot_differences as plot_differences
+    from .report import Comparison as Comparison, Report as Report
+    from .stats import ALTERNATIVES as ALTERNATIVES, CORRECTIONS as CORRECTIONS, TESTS as TESTS
+# isort: on

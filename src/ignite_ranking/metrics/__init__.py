@@ -6,95 +6,41 @@ from typing import TYPE_CHECKING
 
 from .. import _lazy
 
-__all__ = [
-    "AUC",
-    "ERR",
-    "ERRIA",
-    "GAUC",
-    "MAP",
-    "MRR",
-    "NDCG",
-    "NERR",
-    "NRBP",
-    "RBP",
-    "AlphaNDCG",
-    "AveragePopularity",
-    "Bpref",
-    "Coverage",
-    "ExpectedExposure",
-    "FractionalLabelWarning",
-    "GiniIndex",
-    "HitRate",
-    "IntraListDiversity",
-    "Judged",
-    "LongTailShare",
-    "Novelty",
-    "PerQuery",
-    "Precision",
-    "PrecisionIA",
-    "RBPResidual",
-    "RPrecision",
-    "RankingMetric",
-    "RankingMetrics",
-    "Recall",
-    "Serendipity",
-    "ShannonEntropy",
-    "SubtopicRecall",
-]
+__getattr__, __dir__, __all__ = _lazy.attach_listed(__name__, __file__)
 
-# Each metric loads, with ignite, on first use. tests/test_imports.py checks that this table,
-# __all__ and the imports for type checkers below name the same things.
-__getattr__, __dir__ = _lazy.attach(
-    __name__,
-    names={
-        "AUC": ".auc",
-        "GAUC": ".auc",
-        "MAP": ".average_precision",
-        "RankingMetric": ".base",
-        "AveragePopularity": ".beyond",
-        "ExpectedExposure": ".expected_exposure",
-        "IntraListDiversity": ".beyond",
-        "LongTailShare": ".beyond",
-        "Novelty": ".beyond",
-        "Serendipity": ".beyond",
-        **{name: ".diversity" for name in ("AlphaNDCG", "ERRIA", "NRBP", "PrecisionIA", "SubtopicRecall")},
-        "Coverage": ".exposure",
-        "GiniIndex": ".exposure",
-        "ShannonEntropy": ".exposure",
-        "RankingMetrics": ".group",
-        "HitRate": ".hit_rate",
-        "Bpref": ".judged",
-        "Judged": ".judged",
-        "FractionalLabelWarning": ".label_notes",
-        "MRR": ".mrr",
-        "NDCG": ".ndcg",
-        "PerQuery": ".per_query",
-        "ERR": ".persistence",
-        "NERR": ".persistence",
-        "RBP": ".persistence",
-        "RBPResidual": ".persistence",
-        "Precision": ".precision",
-        "RPrecision": ".r_precision",
-        "Recall": ".recall",
-    },
-)
-
-if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
-    from .auc import AUC, GAUC
-    from .average_precision import MAP
-    from .base import RankingMetric
-    from .beyond import AveragePopularity, IntraListDiversity, LongTailShare, Novelty, Serendipity
-    from .diversity import ERRIA, NRBP, AlphaNDCG, PrecisionIA, SubtopicRecall
-    from .expected_exposure import ExpectedExposure
-    from .exposure import Coverage, GiniIndex, ShannonEntropy
-    from .group import RankingMetrics
-    from .hit_rate import HitRate
-    from .judged import Bpref, Judged
-    from .label_notes import FractionalLabelWarning
-    from .mrr import MRR
-    from .ndcg import NDCG
-    from .per_query import PerQuery
-    from .persistence import ERR, NERR, RBP, RBPResidual
-    from .precision import Precision
-    from .r_precision import RPrecision
-    from .recall import Recall
+# The public names, written once: what a type checker and an IDE see, and what _lazy.attach_listed
+# reads to load each on first use and to build __all__. ``A as A`` marks a re-export of a typed
+# package; isort would split such imports one name a line.
+# isort: off
+if TYPE_CHECKING:
+    from .auc import AUC as AUC, GAUC as GAUC
+    from .average_precision import MAP as MAP
+    from .base import RankingMetric as RankingMetric
+    from .beyond import (
+        AveragePopularity as AveragePopularity,
+        IntraListDiversity as IntraListDiversity,
+        LongTailShare as LongTailShare,
+        Novelty as Novelty,
+        Serendipity as Serendipity,
+    )
+    from .diversity import (
+        ERRIA as ERRIA,
+        NRBP as NRBP,
+        AlphaNDCG as AlphaNDCG,
+        PrecisionIA as PrecisionIA,
+        SubtopicRecall as SubtopicRecall,
+    )
+    from .expected_exposure import ExpectedExposure as ExpectedExposure
+    from .exposure import Coverage as Coverage, GiniIndex as GiniIndex, ShannonEntropy as ShannonEntropy
+    from .group import RankingMetrics as RankingMetrics
+    from .hit_rate import HitRate as HitRate
+    from .judged import Bpref as Bpref, Judged as Judged
+    from .label_notes import FractionalLabelWarning as FractionalLabelWarning
+    from .mrr import MRR as MRR
+    from .ndcg import NDCG as NDCG
+    from .per_query import PerQuery as PerQuery
+    from .persistence import ERR as ERR, NERR as NERR, RBP as RBP, RBPResidual as RBPResidual
+    from .precision import Precision as Precision
+    from .r_precision import RPrecision as RPrecision
+    from .recall import Recall as Recall
+# isort: on

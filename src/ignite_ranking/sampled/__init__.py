@@ -22,49 +22,23 @@ from typing import TYPE_CHECKING
 
 from .. import _lazy
 
-__all__ = [
-    "ESTIMATORS",
-    "METRICS",
-    "RankDistribution",
-    "SampledMetrics",
-    "correction",
-    "estimate",
-    "expected_histogram",
-    "fit_rank_distribution",
-    "full_metric",
-    "sample_negatives",
-    "sampled_ranks",
-]
+__getattr__, __dir__, __all__ = _lazy.attach_listed(__name__, __file__)
 
-# Loaded on first use: the estimators need torch alone, SampledMetrics needs ignite too.
-# tests/test_imports.py checks that this table, __all__ and the imports below name the same things.
-__getattr__, __dir__ = _lazy.attach(
-    __name__,
-    names={
-        "ESTIMATORS": ".estimators",
-        "METRICS": ".estimators",
-        "RankDistribution": ".estimators",
-        "correction": ".estimators",
-        "estimate": ".estimators",
-        "expected_histogram": ".estimators",
-        "fit_rank_distribution": ".estimators",
-        "full_metric": ".estimators",
-        "SampledMetrics": ".metric",
-        "sampled_ranks": ".metric",
-        "sample_negatives": ".negatives",
-    },
-)
-
-if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ does this
+# The public names, written once: what a type checker and an IDE see, and what _lazy.attach_listed
+# reads to load each on first use and to build __all__. ``A as A`` marks a re-export of a typed
+# package; isort would split such imports one name a line.
+# isort: off
+if TYPE_CHECKING:
     from .estimators import (
-        ESTIMATORS,
-        METRICS,
-        RankDistribution,
-        correction,
-        estimate,
-        expected_histogram,
-        fit_rank_distribution,
-        full_metric,
+        ESTIMATORS as ESTIMATORS,
+        METRICS as METRICS,
+        RankDistribution as RankDistribution,
+        correction as correction,
+        estimate as estimate,
+        expected_histogram as expected_histogram,
+        fit_rank_distribution as fit_rank_distribution,
+        full_metric as full_metric,
     )
-    from .metric import SampledMetrics, sampled_ranks
-    from .negatives import sample_negatives
+    from .metric import SampledMetrics as SampledMetrics, sampled_ranks as sampled_ranks
+    from .negatives import sample_negatives as sample_negatives
+# isort: on

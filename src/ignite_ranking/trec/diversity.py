@@ -52,6 +52,7 @@ from ..kernels.diversity import (
 )
 from .io import DiversityQrels, DuplicateEntryError, Run
 from .judgements import words
+from .result import EvaluationResult, check_relevance_level, check_score_precision, run_columns, summaries
 
 __all__ = [
     "DIVERSITY_HELP",
@@ -231,15 +232,9 @@ def evaluate_diversity(
             twice in the qrels, or no query to evaluate.
         TypeError: qrels that are not subtopic qrels, a run neither a Run nor a dict of dicts.
     """
-    from .evaluate import EvaluationResult, _run_columns, _summaries
-
     measures = parse_diversity_measures(metrics)
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
-        raise TypeError(f"relevance_level must be an int, got {type(relevance_level).__name__}")
-    if relevance_level < 0:
-        raise ValueError(f"relevance_level must be >= 0, got {relevance_level}")
-    if score_precision not in ("float64", "float32"):
-        raise ValueError(f"score_precision must be 'float64' or 'float32', got {score_precision!r}")
+    check_relevance_level(relevance_level)
+    check_score_precision(score_precision)
     if not isinstance(qrels, DiversityQrels):
         raise TypeError(
             "diversity measures need subtopic qrels: a DiversityQrels from read_diversity_qrels (or, "
@@ -247,7 +242,7 @@ def evaluate_diversity(
             f"subtopic), got {type(qrels).__name__}"
         )
     if isinstance(run, Mapping):
-        run = _run_columns(run)
+        run = run_columns(run)
     elif not isinstance(run, Run):
         raise TypeError(
             f"run must be a Run (read_run) or a dict of dicts {{query id: {{document id: score}}}}, "
@@ -337,7 +332,7 @@ def evaluate_diversity(
         queries += [qrels.qids[q] for q in missing]
         out = np.concatenate((out, np.zeros((len(missing), len(measures)))))
     return EvaluationResult(
-        means=_summaries(measures, out, queries, qrels, missing_as_zero),
+        means=summaries(measures, out, queries, qrels, missing_as_zero),
         queries=queries,
         values=out,
         metrics=[m.name for m in measures],

@@ -48,73 +48,39 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 
 from ..kernels import TIE_POLICIES
 from ..kernels.judged import condense
-from .columns import columns
 from .diversity import evaluate_diversity, is_diversity_measure
-from .extra_measures import EXTRA_FAMILIES, MIN_GEO_MEAN, relstrings
+from .extra_measures import EXTRA_FAMILIES, relstrings
 from .gains import GainRule, ideal_matrix
 from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
 from .measures import Measure, parse_measures
+from .result import (
+    SCORE_PRECISIONS,
+    EvaluationResult,
+    check_relevance_level,
+    check_score_precision,
+    run_columns,
+    summaries,
+)
 from .retrieved import RunQueries
 from .run_dicts import DictQueries, has_str_ids
 from .scores import Batch, family_values, label_lists
 
 __all__ = ["SCORE_PRECISIONS", "EvaluationResult", "evaluate", "tie_policies"]
 
-#: How scores are compared: as float64 (trec_eval 10) or rounded to float32 (trec_eval 9, pytrec_eval).
-SCORE_PRECISIONS = ("float64", "float32")
-
 
 def tie_policies() -> tuple[str, ...]:
     """The tie policies :func:`evaluate` accepts: trec_eval's ``"trec"`` and the kernel's."""
     return ("trec", *TIE_POLICIES)
-
-
-@dataclass
-class EvaluationResult:
-    """Summary and per-query values.
-
-    Attributes:
-        means: measure name -> summary over the evaluated queries: the mean, or for counts
-            (``num_q``, ``num_rel``... see :attr:`Measure.is_count`) the sum, or for ``gm_map``
-            and ``gm_bpref`` the geometric mean of the values floored at 1e-5, as trec_eval.
-        queries: the evaluated query ids, in the order of ``values``' rows: order of first
-            appearance in the run, then (``missing_as_zero``) the qrels queries it lacks.
-        values: ``(len(queries), len(metrics))`` float64 per-query values.
-        metrics: the measure names, in the order of ``values``' columns: every measure asked
-            for but those whose value is a string (:attr:`Measure.is_text`).
-        measures: every parsed measure, in the order asked for (also the string-valued ones).
-        texts: measure name -> per-query strings (in ``queries``' order) of the string-valued
-            measures: ``relstring``'s grades, ``runid``'s run tag.
-    """
-
-    means: dict[str, float]
-    queries: list[str]
-    values: np.ndarray
-    metrics: list[str]
-    measures: list[Measure] = field(default_factory=list)
-    texts: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def num_queries(self) -> int:
-        return len(self.queries)
-
-    def per_query(self) -> dict[str, dict[str, float]]:
-        """qid -> measure name -> value."""
-        return {
-            q: dict(zip(self.metrics, row.tolist(), strict=True))
-            for q, row in zip(self.queries, self.values, strict=True)
-        }
 
 
 @contextlib.contextmanager
@@ -149,19 +115,10 @@ def _gain_rule(measure: Measure) -> GainRule | None:
 
 
 def _check_options(relevance_level: object, ties: object, score_precision: object) -> None:
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
-        raise TypeError(f"relevance_level must be an int, got {type(relevance_level).__name__}")
-    if relevance_level < 0:
-        raise ValueError(
-            f"relevance_level must be >= 0 (negative grades mark unjudged documents), got {relevance_level}"
-        )
+    check_relevance_level(relevance_level)
     if ties not in tie_policies():
         raise ValueError(f"ties must be one of {', '.join(map(repr, tie_policies()))}, got {ties!r}")
-    if score_precision not in SCORE_PRECISIONS:
-        raise ValueError(
-            f"score_precision must be one of {', '.join(map(repr, SCORE_PRECISIONS))}, "
-            f"got {score_precision!r}"
-        )
+    check_score_precision(score_precision)
 
 
 def evaluate(
@@ -363,7 +320,7 @@ def evaluate(
             if m.name == "relstring":
                 strings[m.name][placeholder] = [""] * len(missing)
     return EvaluationResult(
-        means=_summaries(measures, out, queries, qrels, missing_as_zero),
+        means=summaries(measures, out, queries, qrels, missing_as_zero),
         queries=queries,
         values=out,
         metrics=[m.name for m in measures],
@@ -379,7 +336,7 @@ def _grouped(qrels: Qrels, run, ties: str, precision: str, missing_as_zero: bool
     index of each run query (-1 where the qrels lack it)."""
     num_q = len(qrels.qids)
     if isinstance(run, Mapping) and not (ties == "trec" and has_str_ids(run)):
-        run = _run_columns(run)
+        run = run_columns(run)
     run_qids = [str(q) for q in run] if isinstance(run, Mapping) else run.qids
     # Map the run's query ids onto the qrels' and drop queries the qrels do not know.
     qrels_index = {q: i for i, q in enumerate(qrels.qids)}
@@ -406,34 +363,3 @@ def _grouped(qrels: Qrels, run, ties: str, precision: str, missing_as_zero: bool
         score = np.concatenate((score, np.ones(len(missing))))
     with _located(qrels, run):
         return RunQueries.group(qrels, qid, docno, score, precision), missing, run_to_qrels, run.tag
-
-
-def _run_columns(run: Mapping) -> Run:
-    qids, codes, docs, score = columns(run, "run")
-    return Run(qids=qids, qid=codes, docno=docs, score=score)
-
-
-def _summaries(
-    measures: list[Measure], out: np.ndarray, queries: list[str], qrels: Qrels, missing_as_zero: bool
-) -> dict:
-    """The mean of each measure over the queries, or the sum for counts (trec_eval's "all" line).
-
-    As trec_eval, the values are added one by one in ascending query id (``strcmp``) order and
-    the sum divided by the number of queries: a mean halfway between two printed digits then
-    rounds as trec_eval's does (numpy's pairwise sum can land on the other side).
-    With ``missing_as_zero``, trec_eval's ``num_rel`` total counts the judgements of grade > 0 in
-    the whole qrels, whatever the relevance level; so does this.
-    """
-    in_order = out[sorted(range(len(queries)), key=lambda i: queries[i].encode("utf-8", "surrogateescape"))]
-    means = {}
-    for column, m in enumerate(measures):
-        if m.family == "num_rel" and missing_as_zero:
-            means[m.name] = float(np.count_nonzero(qrels.rel > 0))
-        elif m.is_count:
-            means[m.name] = float(out[:, column].sum())
-        elif m.family in ("gm_map", "gm_bpref"):  # trec_eval adds the logs in query order
-            logs = np.log(np.maximum(in_order[:, column], MIN_GEO_MEAN))
-            means[m.name] = float(np.exp(np.cumsum(logs)[-1] / len(out))) if len(out) else math.nan
-        else:  # cumsum adds sequentially
-            means[m.name] = float(np.cumsum(in_order[:, column])[-1] / len(out)) if len(out) else math.nan
-    return means
