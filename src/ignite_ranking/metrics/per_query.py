@@ -11,7 +11,7 @@ any sharding of a dataset gives the single-process order when the ids are datase
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -23,7 +23,6 @@ __all__ = [
     "gather_per_query",
     "keep_per_query",
     "query_keys",
-    "split_extras",
 ]
 
 
@@ -52,28 +51,6 @@ class PerQuery:
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
-
-
-def split_extras(output: object) -> tuple[object, object, object]:
-    """``(output without extras, ids or None, judged mask or None)``.
-
-    Extras come as a third element ``(y_pred, y, {"query_ids": ids, "judged": mask})``, either
-    key optional.
-    """
-    if (
-        isinstance(output, Sequence)
-        and not isinstance(output, (str, bytes))
-        and len(output) == 3
-        and isinstance(output[2], Mapping)
-    ):
-        extra = output[2]
-        if not extra or not set(extra) <= {"query_ids", "judged"}:
-            raise ValueError(
-                "the third element of an update must be a dict with 'query_ids' and/or 'judged', "
-                f"got keys {sorted(extra)}"
-            )
-        return tuple(output[:2]), extra.get("query_ids"), extra.get("judged")
-    return output, None, None
 
 
 def check_query_ids(query_ids: object, batch: int, per_query: bool) -> torch.Tensor | None:
