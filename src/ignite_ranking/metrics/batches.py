@@ -18,7 +18,7 @@ from ..kernels import beyond, check_inputs
 from ..kernels.forms import FlatRows, Normalized, Ranking, normalize
 from ..kernels.judged import mark_judgements, mask_unjudged
 
-__all__ = ["flat_ids", "normalize_judged", "split_extras"]
+__all__ = ["normalize_judged", "split_extras"]
 
 
 def split_extras(output: object) -> tuple[object, object, object]:
@@ -109,9 +109,3 @@ def _check_item_statistics(output: object, metrics: Sequence[Metric]) -> None:
         if metric.item_statistics is not None:
             argument, size = metric.item_statistics
             beyond.check_catalog(output, size, argument, type(metric).__name__)
-
-
-def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
-    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
-    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
-    return normalized.query_ids if flat else None

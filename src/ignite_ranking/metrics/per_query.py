@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 import torch
 
+from ..kernels.forms import Normalized
+
 __all__ = [
     "PerQuery",
     "aggregate",
     "check_query_ids",
+    "flat_ids",
     "gather_per_query",
     "keep_per_query",
     "query_keys",
@@ -77,6 +80,12 @@ def query_keys(
     if flat:
         return form_ids.detach().to(device="cpu", dtype=torch.int64) if per_query else None
     return check_query_ids(query_ids, form_ids.shape[0], per_query)
+
+
+def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
+    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    return normalized.query_ids if flat else None
 
 
 def gather_per_query(
