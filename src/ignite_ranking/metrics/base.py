@@ -22,7 +22,7 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
-from .batches import flat_ids, normalize_judged
+from .batches import normalize_judged, split_extras
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
@@ -34,7 +34,7 @@ from .options import (
     checked_settings,
     refuse_empty_rows,
 )
-from .per_query import PerQuery, aggregate, gather_per_query, keep_per_query, query_keys, split_extras
+from .per_query import PerQuery, aggregate, flat_ids, gather_per_query, keep_per_query, query_keys
 from .state import (
     LoadedState,
     assign_state,

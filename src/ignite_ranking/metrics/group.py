@@ -21,12 +21,12 @@ from ..kernels.forms import (
 )
 from ..kernels.held import held_from_state, held_to_state
 from .base import RankingMetric
-from .batches import flat_ids, normalize_judged
+from .batches import normalize_judged, split_extras
 from .diversity import SubtopicMetric
 from .intervals import bounds_by_name
 from .label_notes import LabelNotes
 from .options import check_empty_target_action, resolve_empty_target_action
-from .per_query import PerQuery, query_keys, split_extras
+from .per_query import PerQuery, flat_ids, query_keys
 from .state import check_tensors
 
 __all__ = ["RankingMetrics"]
