@@ -22,7 +22,7 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
-from .batches import flat_ids, normalize_judged
+from .batches import flat_ids, normalize_judged, ranking_of
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
@@ -246,20 +246,7 @@ class RankingMetric(Metric):
     @property
     def ranking(self) -> Ranking:
         """What this metric needs of a ranked batch."""
-        return Ranking(
-            self.depth,
-            relevance_threshold=self.relevance_threshold,
-            ties=self.ties,
-            ideal=self.needs_ideal,
-            cover_relevant=self.covers_relevant,
-            count=self.needs_counts,
-            ignore_index=self.ignore_index,
-            keep_indices=self.needs_items or self.needs_scores,
-            labels=self.reads_labels,
-            runs=self.needs_levels,
-            relevance=self.reads_relevance,
-            scores=self.needs_scores,
-        )
+        return ranking_of([self], self.relevance_threshold, self.ties, self.ignore_index)
 
     @property
     def takes_flat(self) -> bool:
