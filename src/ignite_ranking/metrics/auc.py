@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, auc, normalize_top_k
 from ..kernels.exact_sum import limb_sums
 from .base import _WHOLE_ROW, RankingMetric
+from .options import given_options
 from .single_value import SingleValueMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["AUC", "GAUC"]
 
@@ -70,37 +75,13 @@ class AUC(SingleValueMetric):
 
     def __init__(
         self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
+        *args,
         top_k: int | list[int] | None = None,
         max_fpr: float | None = None,
+        **options: Unpack[RankingOptions],
     ):
         self.max_fpr = auc.check_max_fpr(max_fpr)
-        RankingMetric.__init__(  # SingleValueMetric's arguments, and cutoffs
-            self,
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+        RankingMetric.__init__(self, top_k, *args, **options)  # SingleValueMetric's arguments, and cutoffs
 
     def _cutoffs(self, top_k: object) -> list[int] | None:
         return None if top_k is None else normalize_top_k(top_k)
@@ -152,26 +133,13 @@ class GAUC(AUC):
 
     name = "gauc"
     has_per_query_values = False
+    positional_options = ("relevance_threshold", "output_transform", "device", "skip_unrolling")
+    options_offered = frozenset({*positional_options, "ties", "ignore_index"})
 
-    def __init__(
-        self,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        ignore_index: int | None = None,
-    ):
-        super().__init__(
-            True,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            ignore_index=ignore_index,
-        )
+    def __init__(self, *args, **options: Unpack[RankingOptions]):
+        self.max_fpr = None
+        # AUC's arguments, less its own (top_k=... and max_fpr=... are refused)
+        RankingMetric.__init__(self, None, **given_options(type(self), args, options))
 
     def accumulate(self, ranked: RankedBatch, query_ids: torch.Tensor | None = None) -> None:
         value, p, n = auc.auc_pairs(ranked)

@@ -7,10 +7,10 @@ Each other idea lives beside it: the option checks (``options``), input normaliz
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from ignite.engine import Engine
@@ -22,16 +22,20 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
-from .batches import normalize_judged, split_extras
+from .batches import normalize_judged, ranking_of, split_extras
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
 from .options import (
     AGGREGATIONS,
     EMPTY_TARGET_ACTIONS,
+    OPTION_DEFAULTS,
+    RankingOptions,
     check_aggregation,
     check_empty_target_action,
     checked_settings,
+    documented_signature,
+    given_options,
     refuse_empty_rows,
 )
 from .per_query import PerQuery, aggregate, flat_ids, gather_per_query, keep_per_query, query_keys
@@ -45,6 +49,9 @@ from .state import (
     saved_state,
     settings_of,
 )
+
+if TYPE_CHECKING:
+    from .options import Unpack
 
 __all__ = [
     "AGGREGATIONS",
@@ -130,48 +137,49 @@ class RankingMetric(Metric):
     # what its count of such values can give (see ignite_ranking.metrics.state).
     value_range: tuple[float, float] | None = None
 
-    def __init__(
-        self,
-        top_k: int | list[int],
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        judged_only: bool = False,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
+    # The options a class offers (of RankingOptions; anything else is Python's "unexpected keyword
+    # argument"), and those its *args stand for, in order, after its own positional arguments.
+    options_offered: frozenset[str] = frozenset(OPTION_DEFAULTS)
+    positional_options: tuple[str, ...] = (
+        "ignore_zero_hits",
+        "relevance_threshold",
+        "output_transform",
+        "device",
+        "skip_unrolling",
+    )
+    # The defaults of a class's own options taken among positional_options (NDCG's gain_function).
+    option_defaults: Mapping[str, object] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__signature__ = documented_signature(cls)
+
+    def __init__(self, top_k: int | list[int], *args, **options: Unpack[RankingOptions]):
+        given = given_options(type(self), args, options)
+        # Which options the caller set: a group's settings apply to the members that did not set
+        # their own (see RankingMetrics).
+        self._explicit = frozenset(given)
+        option = {**OPTION_DEFAULTS, **given}
         self.top_k = self._cutoffs(top_k)
-        self.judged_only = check_flag("judged_only", judged_only)
-        self.ignore_index = check_ignore_index(ignore_index)
-        self._per_query = check_flag("per_query", per_query)
+        self.judged_only = check_flag("judged_only", option["judged_only"])
+        self.ignore_index = check_ignore_index(option["ignore_index"])
+        self._per_query = check_flag("per_query", option["per_query"])
         # ignore_zero_hits is read only when given, or when empty_target_action is not (its
         # default would otherwise contradict every action but "skip").
-        empty = {} if empty_target_action is None else {"empty_target_action": empty_target_action}
-        if empty_target_action is None or "ignore_zero_hits" in self.__dict__.get("_explicit", ()):
-            empty["ignore_zero_hits"] = ignore_zero_hits
+        action = option["empty_target_action"]
+        empty = {} if action is None else {"empty_target_action": action}
+        if action is None or "ignore_zero_hits" in given:
+            empty["ignore_zero_hits"] = option["ignore_zero_hits"]
         self._set_settings(
             **empty,
-            relevance_threshold=relevance_threshold,
-            ties=ties,
-            confidence=confidence,
-            aggregation=aggregation,
+            relevance_threshold=option["relevance_threshold"],
+            ties=option["ties"],
+            confidence=option["confidence"],
+            aggregation=option["aggregation"],
         )
-        super().__init__(output_transform, device=device, skip_unrolling=skip_unrolling)
-
-    def __new__(cls, *args, **kwargs):
-        # Which arguments the caller set (not left to their defaults): a group's settings apply
-        # to the members that did not set their own (see RankingMetrics).
-        metric = super().__new__(cls)
-        bound = inspect.signature(cls.__init__).bind_partial(None, *args, **kwargs)
-        metric.__dict__["_explicit"] = frozenset(bound.arguments) - {"self"}
-        return metric
+        super().__init__(
+            option["output_transform"], device=option["device"], skip_unrolling=option["skip_unrolling"]
+        )
 
     def _cutoffs(self, top_k: object) -> list[int] | None:
         """The checked cutoffs (None for a metric without them)."""
@@ -246,20 +254,7 @@ class RankingMetric(Metric):
     @property
     def ranking(self) -> Ranking:
         """What this metric needs of a ranked batch."""
-        return Ranking(
-            self.depth,
-            relevance_threshold=self.relevance_threshold,
-            ties=self.ties,
-            ideal=self.needs_ideal,
-            cover_relevant=self.covers_relevant,
-            count=self.needs_counts,
-            ignore_index=self.ignore_index,
-            keep_indices=self.needs_items or self.needs_scores,
-            labels=self.reads_labels,
-            runs=self.needs_levels,
-            relevance=self.reads_relevance,
-            scores=self.needs_scores,
-        )
+        return ranking_of([self], self.relevance_threshold, self.ties, self.ignore_index)
 
     @property
     def takes_flat(self) -> bool:
@@ -596,3 +591,6 @@ class RankingMetric(Metric):
 
     def _check_settings(self, saved: object) -> None:
         check_settings(self.settings(), saved, type(self).__name__)
+
+
+RankingMetric.__signature__ = documented_signature(RankingMetric)

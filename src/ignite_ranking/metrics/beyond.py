@@ -9,12 +9,16 @@ construction on any device. A list shorter than k (``-1`` padding, items left ou
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, beyond
 from .base import RankingMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = [
     "AveragePopularity",
@@ -56,34 +60,21 @@ class _ListMeasure(RankingMetric):
     statistic = "item_popularity"
     without_average = "reads the items of one order of each list"
     _settings_keys = ("top_k", "ties", "ignore_index")
+    positional_options = ("output_transform", "device", "skip_unrolling")
+    options_offered = frozenset({*positional_options, "ties", "per_query", "ignore_index", "confidence"})
 
     def __init__(
         self,
         top_k: int | list[int],
         values: torch.Tensor,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        stats: _Statistics,
+        *args,
+        **options: Unpack[RankingOptions],
     ):
         self._size = values.shape[0]
         self._digest = beyond.digest(values)
-        super().__init__(
-            top_k,
-            True,
-            1.0,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        self._stats = stats
+        super().__init__(top_k, *args, **options)
 
     def counted(self, ranked: RankedBatch) -> torch.Tensor:
         return beyond.list_lengths(ranked.indices) >= self.min_items
@@ -153,30 +144,11 @@ class Novelty(_ItemMean):
     per_item = "novelty"
 
     def __init__(
-        self,
-        top_k: int | list[int],
-        item_popularity: torch.Tensor,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        self, top_k: int | list[int], item_popularity: torch.Tensor, *args, **options: Unpack[RankingOptions]
     ):
         popularity = beyond.check_popularity("item_popularity", item_popularity, positive=True)
-        self._stats = _Statistics(novelty=beyond.novelty_of_items(popularity))
         super().__init__(
-            top_k,
-            popularity,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
+            top_k, popularity, _Statistics(novelty=beyond.novelty_of_items(popularity)), *args, **options
         )
 
 
@@ -213,31 +185,10 @@ class AveragePopularity(_ItemMean):
     per_item = "popularity"
 
     def __init__(
-        self,
-        top_k: int | list[int],
-        item_popularity: torch.Tensor,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        self, top_k: int | list[int], item_popularity: torch.Tensor, *args, **options: Unpack[RankingOptions]
     ):
         popularity = beyond.check_popularity("item_popularity", item_popularity)
-        self._stats = _Statistics(popularity=popularity)
-        super().__init__(
-            top_k,
-            popularity,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        super().__init__(top_k, popularity, _Statistics(popularity=popularity), *args, **options)
 
 
 class LongTailShare(_ItemMean):
@@ -274,31 +225,10 @@ class LongTailShare(_ItemMean):
     per_item = "tail"
 
     def __init__(
-        self,
-        top_k: int | list[int],
-        tail_items: torch.Tensor,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        self, top_k: int | list[int], tail_items: torch.Tensor, *args, **options: Unpack[RankingOptions]
     ):
         tail = beyond.check_tail_items(tail_items)
-        self._stats = _Statistics(tail=tail.to(torch.float64))
-        super().__init__(
-            top_k,
-            tail,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        super().__init__(top_k, tail, _Statistics(tail=tail.to(torch.float64)), *args, **options)
 
 
 class IntraListDiversity(_ListMeasure):
@@ -340,31 +270,10 @@ class IntraListDiversity(_ListMeasure):
     statistic = "item_embeddings"
 
     def __init__(
-        self,
-        top_k: int | list[int],
-        item_embeddings: torch.Tensor,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        self, top_k: int | list[int], item_embeddings: torch.Tensor, *args, **options: Unpack[RankingOptions]
     ):
         unit = beyond.check_embeddings(item_embeddings)
-        self._stats = _Statistics(unit=unit)
-        super().__init__(
-            top_k,
-            unit,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        super().__init__(top_k, unit, _Statistics(unit=unit), *args, **options)
         if self.top_k[0] < 2:
             raise ValueError(
                 "IntraListDiversity needs cutoffs >= 2 (a list of one item has no pair), got "
@@ -418,38 +327,18 @@ class Serendipity(RankingMetric):
     needs_labels = False
     without_average = "reads the items of one order of each list"
     _settings_keys = ("top_k", "ignore_zero_hits", "relevance_threshold", "ties", "ignore_index")
+    options_offered = frozenset(
+        {*RankingMetric.positional_options, "ties", "per_query", "ignore_index", "confidence"}
+    )
 
     def __init__(
-        self,
-        top_k: int | list[int],
-        item_popularity: torch.Tensor,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
+        self, top_k: int | list[int], item_popularity: torch.Tensor, *args, **options: Unpack[RankingOptions]
     ):
         popularity = beyond.check_popularity("item_popularity", item_popularity)
         self._size = popularity.shape[0]
         self._digest = beyond.digest(popularity)
         self._stats = _Statistics(ranks=beyond.popularity_ranks(popularity))
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        super().__init__(top_k, *args, **options)
 
     @property
     def item_statistics(self) -> tuple[str, int]:

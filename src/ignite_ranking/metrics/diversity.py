@@ -11,7 +11,7 @@ dense or a sparse COO tensor: item i is relevant to subtopic s iff
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from ignite.metrics.metric import reinit__is_reduced
@@ -30,7 +30,11 @@ from ..kernels.diversity import (
 )
 from .base import RankingMetric
 from .batches import split_extras
+from .options import given_options
 from .per_query import check_query_ids
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["ERRIA", "NRBP", "AlphaNDCG", "PrecisionIA", "SubtopicMetric", "SubtopicRecall"]
 
@@ -83,42 +87,13 @@ class SubtopicMetric(RankingMetric):
     empty_rule = "has no subtopic label >= relevance_threshold={threshold:g}"
     keeps = "queries with a relevant subtopic"
 
-    def __init__(
-        self,
-        top_k: int | list[int] | None,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
+    options_offered = RankingMetric.options_offered - {"ignore_index", "judged_only"}
+
+    def __init__(self, top_k: int | list[int] | None, *args, **options: Unpack[RankingOptions]):
+        ties = options.get("ties", "first")
         if ties not in _TIES:
             raise ValueError(f"ties must be 'first' or 'last' for a diversity metric, got {ties!r}")
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
-
-    def __new__(cls, *args, **kwargs):
-        # The subclasses pass their keyword arguments on as **kwargs: name them as set.
-        metric = super().__new__(cls, *args, **kwargs)
-        metric.__dict__["_explicit"] = (metric.__dict__["_explicit"] - {"kwargs"}) | set(kwargs)
-        return metric
+        super().__init__(top_k, *args, **options)
 
     takes_flat = False
 
@@ -187,8 +162,8 @@ class AlphaNDCG(SubtopicMetric):
     cutoff_tail = "repeat"  # past the ranked items neither DCG nor the ideal DCG grows
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
-    def __init__(self, top_k: int | list[int], alpha: float = 0.5, **kwargs):
-        super().__init__(top_k, **kwargs)
+    def __init__(self, top_k: int | list[int], alpha: float = 0.5, **options: Unpack[RankingOptions]):
+        super().__init__(top_k, **options)
         self.alpha = check_alpha("alpha", alpha)
 
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
@@ -218,8 +193,8 @@ class ERRIA(SubtopicMetric):
     name = "err_ia"
     _settings_keys = (*RankingMetric._settings_keys, "alpha")
 
-    def __init__(self, top_k: int | list[int], alpha: float = 0.5, **kwargs):
-        super().__init__(top_k, **kwargs)
+    def __init__(self, top_k: int | list[int], alpha: float = 0.5, **options: Unpack[RankingOptions]):
+        super().__init__(top_k, **options)
         self.alpha = check_alpha("alpha", alpha)
 
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
@@ -248,8 +223,8 @@ class NRBP(SubtopicMetric):
     whole_row = True
     _settings_keys = (*RankingMetric._settings_keys, "alpha", "beta")
 
-    def __init__(self, alpha: float = 0.5, beta: float = 0.5, **kwargs):
-        super().__init__(None, **kwargs)
+    def __init__(self, alpha: float = 0.5, beta: float = 0.5, **options: Unpack[RankingOptions]):
+        super().__init__(None, **given_options(type(self), (), options))  # top_k=... is refused
         self.alpha = check_alpha("alpha", alpha)
         self.beta = check_alpha("beta", beta)
 
@@ -274,8 +249,8 @@ class PrecisionIA(SubtopicMetric):
     name = "p_ia"
     cutoff_tail = "divide"
 
-    def __init__(self, top_k: int | list[int], **kwargs):
-        super().__init__(top_k, **kwargs)
+    def __init__(self, top_k: int | list[int], **options: Unpack[RankingOptions]):
+        super().__init__(top_k, **options)
 
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
         return precision_ia(batch, cutoffs)
@@ -301,8 +276,8 @@ class SubtopicRecall(SubtopicMetric):
     name = "strec"
     cutoff_tail = "repeat"
 
-    def __init__(self, top_k: int | list[int], **kwargs):
-        super().__init__(top_k, **kwargs)
+    def __init__(self, top_k: int | list[int], **options: Unpack[RankingOptions]):
+        super().__init__(top_k, **options)
 
     def score_subtopics(self, batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
         return subtopic_recall(batch, cutoffs)

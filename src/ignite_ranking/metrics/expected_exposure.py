@@ -4,13 +4,16 @@ relevance earns (EE-L, EE-D, EE-R, and each group's exposure with ``groups``).""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, beyond
 from .base import _WHOLE_ROW, RankingMetric
 from .beyond import _Statistics
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["ExpectedExposure"]
 
@@ -90,23 +93,18 @@ class ExpectedExposure(RankingMetric):
         "patience",
         "num_items",
     )
+    options_offered = frozenset(
+        {*RankingMetric.positional_options, "ties", "per_query", "ignore_index", "confidence"}
+    )
 
     def __init__(
         self,
         top_k: int | list[int],
         groups: torch.Tensor | None = None,
         patience: float = 0.5,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
+        *args,
         num_items: int | None = None,
-        confidence: float | None = None,
+        **options: Unpack[RankingOptions],
     ):
         self.patience = beyond.check_patience(patience)
         if num_items is not None and (
@@ -126,18 +124,7 @@ class ExpectedExposure(RankingMetric):
         self._digest = None if self._groups is None else beyond.digest(self._groups)
         self._stats = _Statistics(groups=self._groups) if self._groups is not None else None
         self.needs_items = self._groups is not None
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-        )
+        super().__init__(top_k, *args, **options)
         if not self.relevance_threshold > 0:
             raise ValueError(
                 "ExpectedExposure needs relevance_threshold > 0 (labels below it form the one "

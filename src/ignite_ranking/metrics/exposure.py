@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from ignite.exceptions import NotComputableError
 from ignite.metrics.metric import reinit__is_reduced, sync_all_reduce
 
 from ..kernels import RankedBatch, beyond, exposure
 from .base import RankingMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["Coverage", "GiniIndex", "ShannonEntropy"]
 
@@ -20,24 +25,14 @@ class _Exposure(RankingMetric):
     has_per_query_values = False
     without_average = "counts the items of one order"
     _settings_keys = ("top_k", "num_items", "ties", "ignore_index")
+    positional_options = ("output_transform", "device", "skip_unrolling")
+    options_offered = frozenset({*positional_options, "ties", "ignore_index"})
 
-    def __init__(
-        self,
-        top_k: int | list[int],
-        num_items: int,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        ignore_index: int | None = None,
-    ):
+    def __init__(self, top_k: int | list[int], num_items: int, *args, **options: Unpack[RankingOptions]):
         if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1:
             raise ValueError(f"num_items (the catalog size) must be a positive int, got {num_items!r}.")
         self.num_items = num_items
-        super().__init__(
-            top_k, True, 1.0, output_transform, device, skip_unrolling, ties=ties, ignore_index=ignore_index
-        )
+        super().__init__(top_k, *args, **options)
 
     @property
     def num_values(self) -> int:

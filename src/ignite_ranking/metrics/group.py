@@ -21,7 +21,7 @@ from ..kernels.forms import (
 )
 from ..kernels.held import held_from_state, held_to_state
 from .base import RankingMetric
-from .batches import normalize_judged, split_extras
+from .batches import normalize_judged, ranking_of, split_extras
 from .diversity import SubtopicMetric
 from .intervals import bounds_by_name
 from .label_notes import LabelNotes
@@ -91,105 +91,21 @@ class RankingMetrics(MetricGroup):
         empty_target_action: str | None = None,
         **members: RankingMetric,
     ):
-        if metrics is not None and not isinstance(metrics, Mapping):
-            # dict() of a list of metrics would never end: an ignite Metric iterates by __getitem__
-            raise TypeError(
-                "metrics must be a mapping of names to metrics, e.g. {'mrr': MRR([10])}, or keyword "
-                f"arguments, got {type(metrics).__name__}"
-            )
-        merged = dict(metrics or {})
-        for name in members:
-            if name in merged:
-                raise ValueError(f"metric name {name!r} is given twice.")
-        merged.update(members)
-        if not merged:
-            raise ValueError("RankingMetrics needs at least one metric.")
-        for name, metric in merged.items():
-            if not isinstance(name, str) or not name:
-                raise TypeError(f"metric names must be non-empty strings, got {name!r}.")
-            if not isinstance(metric, RankingMetric):
-                raise TypeError(
-                    f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
-                )
-            if isinstance(metric, SubtopicMetric):
-                raise TypeError(
-                    f"metric {name!r} ({type(metric).__name__}) reads subtopic labels, which the group's "
-                    "other members do not take: update it on its own."
-                )
-        if len({id(m) for m in merged.values()}) != len(merged):
-            raise ValueError("each metric instance may appear in the group once.")
-        if ignore_zero_hits is not None or empty_target_action is not None:
-            if ignore_zero_hits is not None:
-                ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
-            empty_target_action = resolve_empty_target_action(
-                ignore_zero_hits, check_empty_target_action(empty_target_action)
-            )
+        merged = _members(metrics, members)
         _apply_group_settings(
             merged,
             relevance_threshold=relevance_threshold,
             ties=ties,
-            empty_target_action=empty_target_action,
+            empty_target_action=_group_action(ignore_zero_hits, empty_target_action),
             confidence=confidence,
         )
-        # Members that read no relevance (Coverage, Novelty, ...) take any group's threshold.
-        readers = [m for m in merged.values() if m.reads_relevance] or list(merged.values())
-        thresholds, tie_policies = {m.relevance_threshold for m in readers}, {m.ties for m in merged.values()}
-        if len(thresholds) > 1 or len(tie_policies) > 1:
-            raise ValueError(
-                "members of one RankingMetrics must share relevance_threshold and ties, got "
-                f"relevance_threshold {sorted(thresholds)} and ties {sorted(tie_policies)}; set them "
-                "once on the group, or use separate groups for different settings."
-            )
-        threshold, ties = thresholds.pop(), tie_policies.pop()
-        ignore_index = check_ignore_index(ignore_index)
-        indices = {m.ignore_index for m in merged.values()}
-        if ignore_index is None and len(indices) > 1:
-            raise ValueError(
-                f"members of one RankingMetrics must share ignore_index, got {indices}; or give the "
-                "group's ignore_index."
-            )
-        if ignore_index is None:
-            ignore_index = indices.pop()
-        elif indices - {None, ignore_index}:
-            raise ValueError(
-                f"members of one RankingMetrics must have the group's ignore_index ({ignore_index}) "
-                f"or None, got {sorted(indices - {None})}."
-            )
-        members_list = list(merged.values())
-        self._ranking = Ranking(
-            max(m.depth for m in members_list),
-            relevance_threshold=threshold,
-            ties=ties,
-            ideal=any(m.needs_ideal for m in members_list),
-            cover_relevant=any(m.covers_relevant for m in members_list),
-            count=any(m.needs_counts for m in members_list),
-            ignore_index=ignore_index,
-            keep_indices=any(m.needs_items or m.needs_scores for m in members_list),
-            labels=any(m.reads_labels for m in members_list),
-            runs=any(m.needs_levels for m in members_list),
-            relevance=any(m.reads_relevance for m in members_list),
-            scores=any(m.needs_scores for m in members_list),
-        )
+        self._ranking = _shared_ranking(merged, ignore_index)
         self._held: FlatRows | None = None
-        per_query = check_flag("per_query", per_query)
-        if per_query:
-            pooled = [name for name, m in merged.items() if not m.has_per_query_values]
-            if pooled:
-                raise ValueError(
-                    f"per_query=True needs members with a value per query; {pooled} pool their "
-                    "queries (GAUC, Coverage, GiniIndex, ShannonEntropy): put them in a group "
-                    "without per_query."
-                )
-            kept = {name: m.keeps if m.ignore_zero_hits else "every query" for name, m in merged.items()}
-            if len(set(kept.values())) > 1:
-                raise ValueError(
-                    "members of a per_query RankingMetrics must keep the same queries (share "
-                    f"ignore_zero_hits and what a query needs to count), got {kept}; use one group for "
-                    "the relevance measures and another for the list measures (Novelty, ...)."
-                )
+        self._per_query = check_flag("per_query", per_query)
+        if self._per_query:
+            _check_per_query(merged)
             for metric in merged.values():
                 metric._per_query = True
-        self._per_query = per_query
         # One set of notes for the group: it warns once, and each member's error reads it.
         self._label_notes = LabelNotes()
         for metric in merged.values():
@@ -364,6 +280,96 @@ class RankingMetrics(MetricGroup):
         for name, metric in self.metrics.items():
             metric._assign_state(checked[name])
         self._held = held
+
+
+def _members(metrics: Mapping[str, RankingMetric] | None, members: Mapping[str, RankingMetric]) -> dict:
+    """The group's members by name, from ``metrics`` and the keyword arguments, each checked."""
+    if metrics is not None and not isinstance(metrics, Mapping):
+        # dict() of a list of metrics would never end: an ignite Metric iterates by __getitem__
+        raise TypeError(
+            "metrics must be a mapping of names to metrics, e.g. {'mrr': MRR([10])}, or keyword "
+            f"arguments, got {type(metrics).__name__}"
+        )
+    merged = dict(metrics or {})
+    for name in members:
+        if name in merged:
+            raise ValueError(f"metric name {name!r} is given twice.")
+    merged.update(members)
+    if not merged:
+        raise ValueError("RankingMetrics needs at least one metric.")
+    for name, metric in merged.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"metric names must be non-empty strings, got {name!r}.")
+        if not isinstance(metric, RankingMetric):
+            raise TypeError(
+                f"metric {name!r} must be an ignite_ranking metric (MRR, NDCG, ...), got {type(metric)}."
+            )
+        if isinstance(metric, SubtopicMetric):
+            raise TypeError(
+                f"metric {name!r} ({type(metric).__name__}) reads subtopic labels, which the group's "
+                "other members do not take: update it on its own."
+            )
+    if len({id(m) for m in merged.values()}) != len(merged):
+        raise ValueError("each metric instance may appear in the group once.")
+    return merged
+
+
+def _group_action(ignore_zero_hits: bool | None, empty_target_action: str | None) -> str | None:
+    """The group's ``empty_target_action`` from the two names of that one setting (None: neither)."""
+    if ignore_zero_hits is None and empty_target_action is None:
+        return None
+    if ignore_zero_hits is not None:
+        ignore_zero_hits = check_flag("ignore_zero_hits", ignore_zero_hits)
+    return resolve_empty_target_action(ignore_zero_hits, check_empty_target_action(empty_target_action))
+
+
+def _shared_ranking(members: Mapping[str, RankingMetric], ignore_index: object) -> Ranking:
+    """The one ranking of the members, refusing members that cannot share it: another
+    ``relevance_threshold`` (among those that read relevance), ``ties`` or ``ignore_index``
+    (the group's, checked here, or else the members' one)."""
+    # Members that read no relevance (Coverage, Novelty, ...) take any group's threshold.
+    readers = [m for m in members.values() if m.reads_relevance] or list(members.values())
+    thresholds, tie_policies = {m.relevance_threshold for m in readers}, {m.ties for m in members.values()}
+    if len(thresholds) > 1 or len(tie_policies) > 1:
+        raise ValueError(
+            "members of one RankingMetrics must share relevance_threshold and ties, got "
+            f"relevance_threshold {sorted(thresholds)} and ties {sorted(tie_policies)}; set them "
+            "once on the group, or use separate groups for different settings."
+        )
+    ignore_index = check_ignore_index(ignore_index)
+    indices = {m.ignore_index for m in members.values()}
+    if ignore_index is None and len(indices) > 1:
+        raise ValueError(
+            f"members of one RankingMetrics must share ignore_index, got {indices}; or give the "
+            "group's ignore_index."
+        )
+    if ignore_index is None:
+        ignore_index = indices.pop()
+    elif indices - {None, ignore_index}:
+        raise ValueError(
+            f"members of one RankingMetrics must have the group's ignore_index ({ignore_index}) "
+            f"or None, got {sorted(indices - {None})}."
+        )
+    return ranking_of(list(members.values()), thresholds.pop(), tie_policies.pop(), ignore_index)
+
+
+def _check_per_query(members: Mapping[str, RankingMetric]) -> None:
+    """Refuses members that cannot give per-query values side by side: pooled ones, or members
+    that keep different queries."""
+    pooled = [name for name, m in members.items() if not m.has_per_query_values]
+    if pooled:
+        raise ValueError(
+            f"per_query=True needs members with a value per query; {pooled} pool their "
+            "queries (GAUC, Coverage, GiniIndex, ShannonEntropy): put them in a group "
+            "without per_query."
+        )
+    kept = {name: m.keeps if m.ignore_zero_hits else "every query" for name, m in members.items()}
+    if len(set(kept.values())) > 1:
+        raise ValueError(
+            "members of a per_query RankingMetrics must keep the same queries (share "
+            f"ignore_zero_hits and what a query needs to count), got {kept}; use one group for "
+            "the relevance measures and another for the list measures (Novelty, ...)."
+        )
 
 
 def _apply_group_settings(members: Mapping[str, RankingMetric], **settings: object) -> None:

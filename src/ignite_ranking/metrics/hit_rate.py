@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, scoring
 from .base import RankingMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["HitRate"]
 
@@ -41,36 +45,10 @@ class HitRate(RankingMetric):
     cutoff_tail = "repeat"
     needs_labels = False
 
-    def __init__(
-        self,
-        top_k: int | list[int] = 1,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+    options_offered = RankingMetric.options_offered - {"judged_only"}
+
+    def __init__(self, top_k: int | list[int] = 1, *args, **options: Unpack[RankingOptions]):
+        super().__init__(top_k, *args, **options)
 
     def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         return scoring.hit_rate(ranked, cutoffs)

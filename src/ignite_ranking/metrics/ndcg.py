@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, check_gain_function, scoring
 from .base import RankingMetric
+from .options import RankingOptions, given_options
+
+if TYPE_CHECKING:
+    from .options import Unpack
 
 __all__ = ["NDCG"]
+
+
+class NDCGOptions(RankingOptions, total=False):
+    """NDCG's options: the shared ones and its gain."""
+
+    gain_function: str
 
 
 class NDCG(RankingMetric):
@@ -48,39 +59,22 @@ class NDCG(RankingMetric):
         """[0, 1] while relevant labels cannot be negative (``relevance_threshold >= 0``)."""
         return (0.0, 1.0) if self.relevance_threshold >= 0 else None
 
-    def __init__(
-        self,
-        top_k: int | list[int],
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        gain_function: str = "exp_rank",
-        output_transform=lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        judged_only: bool = False,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            judged_only=judged_only,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+    # ignite's order: gain_function is the fourth positional argument, among the shared options.
+    positional_options = (
+        "ignore_zero_hits",
+        "relevance_threshold",
+        "gain_function",
+        "output_transform",
+        "device",
+        "skip_unrolling",
+    )
+    options_offered = RankingMetric.options_offered | {"gain_function"}
+    option_defaults: Mapping[str, object] = {"gain_function": "exp_rank"}
+
+    def __init__(self, top_k: int | list[int], *args, **options: Unpack[NDCGOptions]):
+        given = given_options(type(self), args, options)
+        gain_function = given.pop("gain_function", self.option_defaults["gain_function"])
+        super().__init__(top_k, **given)
         self.gain_function = check_gain_function(gain_function, self.relevance_threshold)
 
     def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:

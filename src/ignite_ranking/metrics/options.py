@@ -1,25 +1,137 @@
-"""The checks of a metric's options: each returns the normalized value or raises naming the argument.
+"""The options the metrics share, declared once, and their checks.
 
-The options' combinations (:func:`checked_settings`) are checked here too, before a metric or a
-group sets any of them, and the refusal that ``empty_target_action="error"`` makes of a batch
+:class:`RankingOptions` declares the shared keyword options and :data:`OPTION_DEFAULTS` their
+defaults; each metric class says which of them it offers (``options_offered``) and which it
+takes by position after its own arguments (``positional_options``, ignite's order), and
+:func:`given_options` reads a call by those two, refusing the rest as Python would.
+:func:`documented_signature` spells them out for ``help()`` and the API pages.
+
+Each check returns the normalized value or raises naming the argument. The options'
+combinations (:func:`checked_settings`) are checked here too, before a metric or a group sets
+any of them, and the refusal that ``empty_target_action="error"`` makes of a batch
 (:func:`refuse_empty_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, ForwardRef, TypedDict
 
 from ..kernels import check_confidence, check_flag, check_threshold, check_ties
+
+if TYPE_CHECKING:
+    import torch
+
+    # For type checkers only (nothing here runs): typing has Unpack from Python 3.11.
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack  # noqa: F401 (for the metrics' **options)
 
 __all__ = [
     "AGGREGATIONS",
     "EMPTY_TARGET_ACTIONS",
+    "OPTION_DEFAULTS",
+    "RankingOptions",
     "check_aggregation",
     "check_empty_target_action",
     "checked_settings",
+    "documented_signature",
+    "given_options",
     "refuse_empty_rows",
     "resolve_empty_target_action",
 ]
+
+
+class RankingOptions(TypedDict, total=False):
+    """The options the ranking metrics share (a metric's ``**options``); each class offers some.
+
+    Their meaning is given once, on :class:`~ignite_ranking.MRR`.
+    """
+
+    ignore_zero_hits: bool
+    relevance_threshold: float
+    output_transform: Callable
+    device: str | torch.device
+    skip_unrolling: bool
+    ties: str
+    per_query: bool
+    ignore_index: int | None
+    judged_only: bool
+    confidence: float | None
+    empty_target_action: str | None
+    aggregation: str | Callable
+
+
+# The default of each shared option, in the order of RankingOptions.
+OPTION_DEFAULTS: Mapping[str, object] = {
+    "ignore_zero_hits": True,
+    "relevance_threshold": 1.0,
+    "output_transform": lambda x: x,
+    "device": "cpu",
+    "skip_unrolling": False,
+    "ties": "first",
+    "per_query": False,
+    "ignore_index": None,
+    "judged_only": False,
+    "confidence": None,
+    "empty_target_action": None,
+    "aggregation": "mean",
+}
+
+
+def given_options(cls: type, args: tuple, options: Mapping[str, object]) -> dict[str, object]:
+    """The options that a call of ``cls`` gave, by name: ``args`` (the positional arguments past
+    the class's own) in the order of ``cls.positional_options``, then the keywords ``options``.
+
+    Refuses in Python's words a keyword the class does not offer, an option given twice and
+    too many positional arguments, in Python's order (the keywords first).
+    """
+    where = f"{cls.__qualname__}.__init__()"
+    given = dict(zip(cls.positional_options, args, strict=False))  # too many: refused below
+    for name, value in options.items():
+        if name not in cls.options_offered:
+            raise TypeError(f"{where} got an unexpected keyword argument '{name}'")
+        if name in given:
+            raise TypeError(f"{where} got multiple values for argument '{name}'")
+        given[name] = value
+    if len(args) > len(cls.positional_options):
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        positional = [p for p in cls.__signature__.parameters.values() if p.kind is kind]
+        required = sum(p.default is inspect.Parameter.empty for p in positional)
+        most, took = len(positional) + 1, len(positional) - len(cls.positional_options) + len(args) + 1
+        takes = f"from {required + 1} to {most}" if required + 1 < most else most  # self counts
+        raise TypeError(f"{where} takes {takes} positional arguments but {took} were given")
+    return given
+
+
+def documented_signature(cls: type) -> inspect.Signature:
+    """The signature of ``cls(...)`` that ``help()`` and the API pages show: its ``__init__``'s own
+    arguments with ``*args`` spelled out as its ``positional_options`` and ``**options`` as the
+    other options it offers (keyword only, before its own keyword-only arguments)."""
+    kind = inspect.Parameter
+    own = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    positional = cls.positional_options if any(p.kind is kind.VAR_POSITIONAL for p in own) else ()
+    defaults = {**OPTION_DEFAULTS, **cls.option_defaults}
+    keyword = [name for name in defaults if name in cls.options_offered and name not in positional]
+
+    def option(name: str, how: inspect._ParameterKind) -> inspect.Parameter:
+        annotation = RankingOptions.__annotations__.get(name, kind.empty)
+        if isinstance(annotation, ForwardRef):
+            annotation = annotation.__forward_arg__
+        return kind(name, how, default=defaults[name], annotation=annotation)
+
+    return inspect.Signature(
+        [
+            *(p for p in own if p.kind is kind.POSITIONAL_OR_KEYWORD),
+            *(option(name, kind.POSITIONAL_OR_KEYWORD) for name in positional),
+            *(option(name, kind.KEYWORD_ONLY) for name in keyword),
+            *(p for p in own if p.kind is kind.KEYWORD_ONLY),
+        ]
+    )
+
 
 # What to do with a query that ``ignore_zero_hits=True`` would leave out (torchmetrics' names):
 # leave it out, count it as 0, count it as 1, or refuse the update.

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, persistence
 from .base import RankingMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["ERR", "NERR", "RBP", "RBPResidual"]
 
@@ -16,40 +20,12 @@ class _Persistent(RankingMetric):
     """A metric with RBP's persistence ``p`` as an argument."""
 
     cutoff_tail = "repeat"
+    options_offered = RankingMetric.options_offered - {"judged_only"}
     _settings_keys = (*RankingMetric._settings_keys, "p")
     value_range = (0.0, 1.0)
 
-    def __init__(
-        self,
-        top_k,
-        p: float = 0.9,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+    def __init__(self, top_k: int | list[int], p: float = 0.9, *args, **options: Unpack[RankingOptions]):
+        super().__init__(top_k, *args, **options)
         persistence.rank_biased_precision(_EMPTY, [1], p)  # refuses a p outside (0, 1)
         self.p = float(p)
 
@@ -142,6 +118,7 @@ class ERR(RankingMetric):
 
     name = "err"
     without_average = "is not defined under ties='average'"
+    options_offered = RankingMetric.options_offered - {"judged_only"}
     _settings_keys = (*RankingMetric._settings_keys, "max_grade")
 
     @property
@@ -150,36 +127,9 @@ class ERR(RankingMetric):
         return (0.0, 1.0) if self.relevance_threshold >= 0 else None
 
     def __init__(
-        self,
-        top_k,
-        max_grade: float = 4,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform=lambda x: x,
-        device="cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
+        self, top_k: int | list[int], max_grade: float = 4, *args, **options: Unpack[RankingOptions]
     ):
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+        super().__init__(top_k, *args, **options)
         persistence.expected_reciprocal_rank(_EMPTY, [1], max_grade)  # refuses a bad max_grade
         self.max_grade = float(max_grade)
 

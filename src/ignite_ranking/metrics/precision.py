@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..kernels import RankedBatch, check_flag, scoring
 from .base import _WHOLE_ROW, RankingMetric
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["Precision"]
 
@@ -56,37 +60,12 @@ class Precision(RankingMetric):
     def __init__(
         self,
         top_k: int | list[int] | None,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        judged_only: bool = False,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
+        *args,
         adaptive_k: bool = False,
+        **options: Unpack[RankingOptions],
     ):
         self.adaptive_k = check_flag("adaptive_k", adaptive_k)
-        super().__init__(
-            top_k,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            judged_only=judged_only,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+        super().__init__(top_k, *args, **options)
 
     def _cutoffs(self, top_k: object) -> list[int] | None:
         return None if top_k is None else super()._cutoffs(top_k)

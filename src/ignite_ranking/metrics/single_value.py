@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import torch
+from typing import TYPE_CHECKING
 
 from .base import RankingMetric
+from .options import given_options
+
+if TYPE_CHECKING:
+    from .options import RankingOptions, Unpack
 
 __all__ = ["SingleValueMetric"]
 
@@ -16,33 +18,7 @@ class SingleValueMetric(RankingMetric):
     positional arguments of :class:`~ignite_ranking.MRR` without ``top_k``."""
 
     takes_top_k = False
+    options_offered = RankingMetric.options_offered - {"judged_only"}
 
-    def __init__(
-        self,
-        ignore_zero_hits: bool = True,
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
-        *,
-        ties: str = "first",
-        per_query: bool = False,
-        ignore_index: int | None = None,
-        confidence: float | None = None,
-        empty_target_action: str | None = None,
-        aggregation: str | Callable = "mean",
-    ):
-        super().__init__(
-            None,
-            ignore_zero_hits,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-            per_query=per_query,
-            ignore_index=ignore_index,
-            confidence=confidence,
-            empty_target_action=empty_target_action,
-            aggregation=aggregation,
-        )
+    def __init__(self, *args, **options: Unpack[RankingOptions]):
+        super().__init__(None, **given_options(type(self), args, options))  # top_k=... is refused

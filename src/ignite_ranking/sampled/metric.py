@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from ignite.exceptions import NotComputableError
@@ -14,6 +15,9 @@ from ..metrics.base import RankingMetric
 from .arguments import _check_flag, check_estimator, check_sizes
 from .estimators import _correction, design_for
 from .mle import fit_rank_distribution
+
+if TYPE_CHECKING:
+    from ..metrics.options import RankingOptions, Unpack
 
 __all__ = ["SampledMetrics", "sampled_ranks"]
 
@@ -140,6 +144,11 @@ class SampledMetrics(RankingMetric):
     without_average = "counts integer sampled ranks"
     _settings_keys = ("num_items", "num_negatives", "replacement", "ties", "relevance_threshold")
 
+    positional_options = ()
+    options_offered = frozenset(
+        {"ties", "relevance_threshold", "output_transform", "device", "skip_unrolling"}
+    )
+
     def __init__(
         self,
         num_items: int,
@@ -149,26 +158,14 @@ class SampledMetrics(RankingMetric):
         estimator: str = "bv",
         gamma: float = 0.01,
         replacement: bool = False,
-        ties: str = "first",
-        relevance_threshold: float = 1.0,
-        output_transform: Callable = lambda x: x,
-        device: str | torch.device = "cpu",
-        skip_unrolling: bool = False,
+        **options: Unpack[RankingOptions],
     ):
         self.num_items, self.num_negatives = check_sizes(num_items, num_negatives)
         self.estimator, self.gamma = check_estimator(estimator, gamma)
         self.replacement = _check_flag("replacement", replacement)
         if isinstance(top_k, tuple):
             top_k = list(top_k)
-        super().__init__(
-            top_k,
-            True,
-            relevance_threshold,
-            output_transform,
-            device,
-            skip_unrolling,
-            ties=ties,
-        )
+        super().__init__(top_k, **options)
 
     @property
     def num_values(self) -> int:
