@@ -22,7 +22,7 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
-from .batches import normalize_judged, ranking_of, split_extras
+from .batches import normalize_judged, split_extras
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
@@ -62,30 +62,26 @@ __all__ = [
     "check_empty_target_action",
     "flat_ids",
     "normalize_judged",
+    "ranking_of",
 ]
-# A depth that makes the kernel rank every item of a row.
-_WHOLE_ROW = sys.maxsize // 2
+_WHOLE_ROW = sys.maxsize // 2  # a depth that makes the kernel rank every item of a row
 
 
 class RankingMetric(Metric):
     """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
     A subclass sets ``name``, implements :meth:`score` (or :meth:`score_at`), and declares what
-    it reads with the class attributes below, each explained where it is declared.
-    :meth:`check_ranked` refuses a ranked batch the metric cannot score (an item id past its
-    item statistics) before any state changes, also in a group. ``judged_only=True`` (offered
-    by P, MRR, MAP, NDCG and Recall) scores the condensed ranking without the unjudged items,
-    and ranks whole rows to find it. The state is a few numbers per cutoff, all-reduced once in
-    :meth:`compute`, and, for the flat form, the rows of at most one query held back until the
-    next update or :meth:`compute` (see :doc:`/inputs`). The sums are fixed-point integers
-    (:mod:`ignite_ranking.kernels.exact_sum`), so the result is the same to the bit whatever
-    the batch sizes, their order or the number of processes.
+    it reads and which options it offers with the class attributes below. ``judged_only=True``
+    scores the condensed ranking without the unjudged items (ranking whole rows to find it).
+    The state is a few numbers per cutoff, all-reduced once in :meth:`compute`, and, for the flat
+    form, the rows of at most one query held back until the next update (:doc:`/inputs`). The
+    sums are fixed-point integers (:mod:`ignite_ranking.kernels.exact_sum`): the result is the
+    same to the bit whatever the batch sizes, their order or the number of processes.
 
     With ``per_query=True`` the metric also keeps each counted query's values and key (memory
-    O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes in
-    :meth:`compute` and returned by :meth:`per_query_values`. An ``aggregation`` other than
-    ``"mean"`` keeps them too (the mean needs only the sums), and aggregates them in
-    :meth:`compute`.
+    O(queries), see :mod:`ignite_ranking.metrics.per_query`), gathered across processes by
+    :meth:`per_query_values`. An ``aggregation`` other than ``"mean"`` keeps them too (the mean
+    needs only the sums), and :meth:`compute` aggregates them.
 
     ``empty_target_action`` (torchmetrics' name) says what happens to the queries that
     :meth:`counted` rejects: ``"skip"`` leaves them out (``ignore_zero_hits=True``), ``"neg"``
@@ -340,7 +336,7 @@ class RankingMetric(Metric):
             values = self.score(scored)
         elif self.cutoff_tail == "divide":
             numerators = self.numerators_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
-            values = numerators / self._cutoff_ks()[: tail + 1].to(numerators.device)
+            values = numerators / cutoff_ks(self)[: tail + 1].to(numerators.device)
             numerators = numerators[:, -1]  # at the first cutoff at or past the depth, and beyond
         else:
             values = self.score_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
@@ -378,7 +374,7 @@ class RankingMetric(Metric):
             kept = (
                 values if tail is None else spread_tail(self, values, tail, numerators, counted, fill, masked)
             )
-            self._keep_per_query(kept, query_ids, counted if action == "skip" else None)
+            keep_per_query(self, kept, query_ids, counted if action == "skip" else None)
         if action == "skip":
             self._num_examples += counted.sum().to(self._device)
         else:
@@ -400,10 +396,6 @@ class RankingMetric(Metric):
         """Where the cutoffs at or past the ranked ``depth`` start (the first of them is scored
         and stands for the rest), or None when fewer than two are (each cutoff is scored)."""
         return tail_start(self, depth)
-
-    def _cutoff_ks(self) -> torch.Tensor:
-        """The cutoffs as a float64 tensor, built once per list (100,000 of them take ~10 ms)."""
-        return cutoff_ks(self)
 
     @property
     def _sum_rows(self) -> int:
@@ -444,12 +436,6 @@ class RankingMetric(Metric):
         """Whether the per-query values are kept: for ``per_query`` or another aggregation."""
         return self._per_query or not (isinstance(self.aggregation, str) and self.aggregation == "mean")
 
-    def _keep_per_query(
-        self, values: torch.Tensor, query_ids: torch.Tensor | None, counted: torch.Tensor | None
-    ) -> None:
-        """Keeps the values and keys of a batch's queries (only the ``counted`` ones if given)."""
-        keep_per_query(self, values, query_ids, counted)
-
     def per_query_values(self) -> PerQuery:
         """Each counted query's values and key, from every process (call it on all of them).
 
@@ -487,12 +473,8 @@ class RankingMetric(Metric):
         if self._keeps_values:
             gathered = self._gather()
             if not (isinstance(self.aggregation, str) and self.aggregation == "mean"):
-                return self._aggregate(gathered)
+                return aggregate(self, gathered)  # of every process's counted values
         return self._mean()
-
-    def _aggregate(self, gathered: PerQuery) -> list[float] | float:
-        """``aggregation`` of every process's counted per-query values, per value."""
-        return aggregate(self, gathered)
 
     @sync_all_reduce("_sum_per_k", "_num_examples")
     def _mean(self) -> list[float] | float:
@@ -594,3 +576,24 @@ class RankingMetric(Metric):
 
 
 RankingMetric.__signature__ = documented_signature(RankingMetric)
+
+
+def ranking_of(
+    metrics: Sequence[RankingMetric], relevance_threshold: float, ties: str, ignore_index: int | None
+) -> Ranking:
+    """The one ranking of a batch that serves every metric of ``metrics`` (a group's members, or
+    one metric): as deep as the deepest, with everything any of them reads."""
+    return Ranking(
+        max(m.depth for m in metrics),
+        relevance_threshold=relevance_threshold,
+        ties=ties,
+        ideal=any(m.needs_ideal for m in metrics),
+        cover_relevant=any(m.covers_relevant for m in metrics),
+        count=any(m.needs_counts for m in metrics),
+        ignore_index=ignore_index,
+        keep_indices=any(m.needs_items or m.needs_scores for m in metrics),
+        labels=any(m.reads_labels for m in metrics),
+        runs=any(m.needs_levels for m in metrics),
+        relevance=any(m.reads_relevance for m in metrics),
+        scores=any(m.needs_scores for m in metrics),
+    )

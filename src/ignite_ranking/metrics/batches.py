@@ -3,8 +3,7 @@
 :func:`split_extras` takes the extras (``query_ids``, the ``judged`` mask) off an update's
 output; :func:`normalize_judged` is :func:`~ignite_ranking.kernels.forms.normalize` plus what the
 unjudged-aware metrics read (the dense form's ``judged`` mask), after the checks of what the
-metrics need of the form (catalog items, every item's score, item statistics), by the one
-ranking that serves them all (:func:`ranking_of`).
+metrics need of the form (catalog items, every item's score, item statistics).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from ..kernels import beyond, check_inputs
 from ..kernels.forms import FlatRows, Normalized, Ranking, normalize
 from ..kernels.judged import mark_judgements, mask_unjudged
 
-__all__ = ["normalize_judged", "ranking_of", "split_extras"]
+__all__ = ["normalize_judged", "split_extras"]
 
 
 def split_extras(output: object) -> tuple[object, object, object]:
@@ -110,24 +109,3 @@ def _check_item_statistics(output: object, metrics: Sequence[Metric]) -> None:
         if metric.item_statistics is not None:
             argument, size = metric.item_statistics
             beyond.check_catalog(output, size, argument, type(metric).__name__)
-
-
-def ranking_of(
-    metrics: Sequence[Metric], relevance_threshold: float, ties: str, ignore_index: int | None
-) -> Ranking:
-    """The one ranking of a batch that serves every metric of ``metrics`` (a group's members, or
-    one metric): as deep as the deepest, with everything any of them reads."""
-    return Ranking(
-        max(m.depth for m in metrics),
-        relevance_threshold=relevance_threshold,
-        ties=ties,
-        ideal=any(m.needs_ideal for m in metrics),
-        cover_relevant=any(m.covers_relevant for m in metrics),
-        count=any(m.needs_counts for m in metrics),
-        ignore_index=ignore_index,
-        keep_indices=any(m.needs_items or m.needs_scores for m in metrics),
-        labels=any(m.reads_labels for m in metrics),
-        runs=any(m.needs_levels for m in metrics),
-        relevance=any(m.reads_relevance for m in metrics),
-        scores=any(m.needs_scores for m in metrics),
-    )

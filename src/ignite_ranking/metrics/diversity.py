@@ -30,6 +30,7 @@ from ..kernels.diversity import (
 )
 from .base import RankingMetric
 from .batches import split_extras
+from .cutoff_tail import cutoff_ks
 from .options import given_options
 from .per_query import check_query_ids
 
@@ -129,7 +130,7 @@ class SubtopicMetric(RankingMetric):
         numerators = None
         if tail is not None and self.cutoff_tail == "divide":
             numerators = self.numerators_subtopics(batch, cutoffs)
-            values = numerators / self._cutoff_ks()[: tail + 1].to(numerators.device)
+            values = numerators / cutoff_ks(self)[: tail + 1].to(numerators.device)
             numerators = numerators[:, -1]
         else:
             values = self.score_subtopics(batch, cutoffs)

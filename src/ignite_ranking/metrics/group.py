@@ -20,8 +20,8 @@ from ..kernels.forms import (
     flush,
 )
 from ..kernels.held import held_from_state, held_to_state
-from .base import RankingMetric
-from .batches import normalize_judged, ranking_of, split_extras
+from .base import RankingMetric, ranking_of
+from .batches import normalize_judged, split_extras
 from .diversity import SubtopicMetric
 from .intervals import bounds_by_name
 from .label_notes import LabelNotes
