@@ -2,7 +2,8 @@
 this library, BEIR/MTEB or sentence-transformers (:mod:`.conventions`).
 
 :func:`evaluate_embeddings` takes query and corpus embeddings, their ids and the qrels, and
-returns the means; :mod:`.beir` reads BEIR folders.
+returns the means; :class:`EmbeddingRetrieval` does the same inside an Ignite evaluator
+(:mod:`.metric`); :mod:`.beir` reads BEIR folders.
 
 Example:
     >>> import torch
@@ -17,10 +18,12 @@ Example:
 from .beir import as_qrels_dict, iter_beir_texts, read_beir_ids, read_beir_qrels
 from .conventions import CONVENTIONS, Convention
 from .embeddings import evaluate_embeddings
+from .metric import EmbeddingRetrieval
 
 __all__ = [
     "CONVENTIONS",
     "Convention",
+    "EmbeddingRetrieval",
     "as_qrels_dict",
     "evaluate_embeddings",
     "iter_beir_texts",
