@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from common import machine_line, markdown_table, measure_in_subprocess, report_memory_case, time_side_by_side
 
 from ignite_ranking import (
