@@ -51,10 +51,11 @@ def test_the_python_blocks_run(tmp_path, monkeypatch):
 
     folder = tmp_path / "scifact"
     (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": c, "text": c}) + "\n" for c in corpus_ids))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td5\t2\nd3\td3\t1\n")
+    lines = "".join(json.dumps({"_id": c, "text": c}) + "\n" for c in corpus_ids)
+    (folder / "corpus.jsonl").write_text(lines)
+    qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td5\t2\nd3\td3\t1\n"
+    (folder / "qrels" / "test.tsv").write_text(qrels)
     monkeypatch.chdir(tmp_path)
-    namespace["query_embeddings"] = namespace["query_embeddings"]
     block = blocks[1].replace("retrieval.evaluate_embeddings(", "result = retrieval.evaluate_embeddings(", 1)
     exec(block, namespace)
     assert "ndcg_at_10" in namespace["result"] and "mrr_at_1000" in namespace["result"]
