@@ -95,7 +95,11 @@ ZOO: dict[str, list[Variant]] = {
         Variant(lambda ks, s: ir.Precision(ks, adaptive_k=True), ALL_FORMS),
     ],
     "Recall": [Variant(lambda ks, s: ir.Recall(ks), ALL_FORMS)],
-    "MAP": [Variant(lambda ks, s: ir.MAP(ks), ALL_FORMS)],
+    "MAP": [
+        Variant(lambda ks, s: ir.MAP(ks), ALL_FORMS),
+        Variant(lambda ks, s: ir.MAP(ks, denominator="min_k_relevant", ignore_zero_hits=False), ALL_FORMS),
+        Variant(lambda ks, s: ir.MAP(ks, denominator="relevant_retrieved"), ALL_FORMS),
+    ],
     "NDCG": [
         Variant(lambda ks, s: ir.NDCG(ks), ALL_FORMS),
         Variant(lambda ks, s: ir.NDCG(ks, gain_function="linear_rank", ignore_zero_hits=False), ALL_FORMS),

@@ -49,6 +49,14 @@ def test_bench_catalog_quick(capsys):
     assert "no excluded item returned" in out
 
 
+def test_bench_dense_quick(capsys):
+    pytest.importorskip("sentence_transformers")
+    assert load("bench_dense").main(["--quick"]) == 0  # asserts ours equals sentence-transformers
+    out = capsys.readouterr().out
+    for case in ("ours", "sentence-transformers", "matmul+topk"):
+        assert f"| {case} |" in out
+
+
 def test_bench_worst_quick(capsys):
     bench = load("bench_worst")
     assert bench.main(["--quick"]) == 0

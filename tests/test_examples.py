@@ -128,3 +128,23 @@ def test_sampled_vs_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     bv_error = abs(estimates["bv"]["hit_rate@10"] - full["hit_rate@10"])
     assert bv_error < abs(estimates["sampled"]["hit_rate@10"] - full["hit_rate@10"])
     assert estimates["sampled"]["auc"] == pytest.approx(full["auc"], abs=0.01)
+
+
+@pytest.mark.slow
+def test_dense_retrieval_on_one_and_two_processes_agree(tmp_path: Path) -> None:
+    histories = []
+    for processes in (1, 2):
+        out = tmp_path / f"result{processes}.json"
+        size = ["--docs", "400", "--queries", "120", "--epochs", "2", "--nproc-per-node", str(processes)]
+        run = subprocess.run(
+            [sys.executable, str(EXAMPLES / "dense_retrieval.py"), *size, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+        result = json.loads(out.read_text())
+        assert result["world_size"] == processes and len(result["history"]) == 2
+        histories.append(result["history"])
+    assert histories[0] == histories[1]  # the same numbers, to the bit
+    assert histories[0][-1]["recall@100"] > 0.5  # it learned something

@@ -156,3 +156,15 @@ def test_the_graph_sees_function_level_and_relative_imports():
     assert "ignite_ranking.trec.evaluate" not in graph["ignite_ranking.trec.diversity"]
     assert "ignite_ranking.trec.diversity" in graph["ignite_ranking.trec.evaluate"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_retrieval_is_imported_by_no_layer_below_it():
+    """retrieval/ sits with catalog/ and trec/: it imports them, nothing of theirs imports it."""
+    graph = import_graph()
+    below = {
+        module: sorted(t for t in targets if t.startswith(f"{PACKAGE}.retrieval"))
+        for module, targets in graph.items()
+        if not module.startswith(f"{PACKAGE}.retrieval") and module != PACKAGE
+    }
+    assert not {m: t for m, t in below.items() if t}
+    assert f"{PACKAGE}.catalog" in graph[f"{PACKAGE}.retrieval.embeddings"]

@@ -88,9 +88,11 @@ def test_accepted_scores_keep_their_values():
 
 
 def test_trec_evaluate_names_the_qrels_forms_it_takes():
-    with pytest.raises(TypeError, match=r"qrels must be a Qrels from read_qrels .* got dict"):
-        evaluate(QRELS, {"q1": {"a": 1.0}}, ["P_1"])
-    with pytest.raises(TypeError, match=r"qrels must be a Qrels .* got dict"):
+    # a dict of dicts is taken (issue 36); other forms are named
+    assert evaluate(QRELS, {"q1": {"a": 1.0}}, ["P_1"]).means == {"P_1": 1.0}
+    with pytest.raises(TypeError, match=r"qrels must be a Qrels from read_qrels .* got list"):
+        evaluate([("q1", "a", 1)], {"q1": {"a": 1.0}}, ["P_1"])
+    with pytest.raises(TypeError, match="diversity measures need subtopic qrels: a DiversityQrels"):
         evaluate(QRELS, {"q1": {"a": 1.0}}, ["alpha_nDCG@5"])
     qrels = Qrels(["q1"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
     with pytest.raises(TypeError, match="diversity measures need subtopic qrels: a DiversityQrels"):

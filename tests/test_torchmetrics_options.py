@@ -96,6 +96,7 @@ CUTOFF_PAIRS = [
     (HitRate, {}, tm.RetrievalHitRate, {}),
     (Precision, {}, tm.RetrievalPrecision, {}),
     (Recall, {}, tm.RetrievalRecall, {}),
+    (MAP, {"denominator": "relevant_retrieved"}, tm.RetrievalMAP, {}),  # its AP@k: over the hits
     (NDCG, {"gain_function": "linear_rank", "ties": "average"}, tm.RetrievalNormalizedDCG, {"tied": True}),
 ]
 

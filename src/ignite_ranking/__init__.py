@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         catalog as catalog,
         distributed as distributed,
         functional as functional,
+        retrieval as retrieval,
         sampled as sampled,
     )
     from .kernels.forms import Retrieved as Retrieved

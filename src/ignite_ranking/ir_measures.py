@@ -58,7 +58,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .trec import Measure, Qrels, Run, evaluate, parse_measure, read_qrels, read_run
-from .trec.columns import DictQrels, columns, grades, str_keyed_columns
+from .trec.columns import columns, dict_qrels, grades, judged_queries
 from .trec.diversity import DiversityMeasure
 from .trec.io import DiversityQrels, read_diversity_qrels
 
@@ -163,11 +163,9 @@ def as_qrels(qrels) -> Qrels:
     if isinstance(qrels, (str, os.PathLike)):
         return read_qrels(qrels)
     if isinstance(qrels, Mapping):  # its str ids are kept for the dict path (trec.run_dicts)
-        qids, codes, docs, rel, ids = str_keyed_columns(qrels, "qrels")
-    else:
-        (qids, codes, docs, rel), ids = columns(qrels, "qrels"), None
-    kind = Qrels if ids is None else DictQrels
-    return kind(qids=qids, qid=codes, docno=docs, rel=grades(rel, qids, codes, docs, ids), ids=ids)
+        return dict_qrels(qrels)
+    qids, codes, docs, rel = columns(qrels, "qrels")
+    return Qrels(qids=qids, qid=codes, docno=docs, rel=grades(rel, qids, codes, docs, None), ids=None)
 
 
 def as_diversity_qrels(qrels) -> DiversityQrels:
@@ -207,24 +205,12 @@ def as_run(run) -> Run:
     return Run(qids=qids, qid=codes, docno=docs, score=score)
 
 
-def _judged_queries(qrels: Qrels) -> Qrels:
-    """The qrels without their queries that have no judgement (an empty dict in a dict of dicts):
-    pytrec_eval does not evaluate them, and ir_measures counts them as unanswered."""
-    counts = np.bincount(qrels.qid, minlength=len(qrels.qids))
-    if counts.all():
-        return qrels
-    keep = counts > 0
-    code = (np.cumsum(keep) - 1).astype(np.int32)
-    qids = [q for q, k in zip(qrels.qids, keep.tolist(), strict=True) if k]
-    return replace(qrels, qids=qids, qid=code[qrels.qid])
-
-
 class _Evaluator(ir_measures.providers.Evaluator):
     def __init__(self, measures, qrels: Qrels, score_precision: str):
         super().__init__(measures, set(qrels.qids))
         self._measures = list(measures)
         self._ours = [_to_measure(m) for m in self._measures]
-        self._qrels = _judged_queries(qrels)
+        self._qrels = judged_queries(qrels)
         self._score_precision = score_precision
 
     def _values(self, run) -> tuple[list[str], np.ndarray]:

@@ -28,13 +28,14 @@ by :mod:`~ignite_ranking.kernels.held`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .batch import RankedBatch
 from .candidates import Ranking, _Candidates, rank_candidates
+from .from_dicts import id_tensors
 from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs, refuse_nan
 from .ranking import rank_batch
 from .sources import (
@@ -91,6 +92,35 @@ class Retrieved:
     relevant: torch.Tensor
     scores: torch.Tensor | None = None
     grades: torch.Tensor | None = None
+
+    @classmethod
+    def from_dicts(
+        cls, run: Mapping, qrels: Mapping, *, query_ids: Sequence[Hashable] | None = None
+    ) -> Retrieved:
+        """A batch of a run and qrels held as dicts: one row per query of ``query_ids``
+        (default: the qrels' queries, in their order).
+
+        Args:
+            run: ``{query: {document: score}}`` (ranked by descending score, equal scores by the
+                tie policy on the document ids' sorted order: ``"first"`` puts the lower id
+                first, ``"last"`` the higher, as trec_eval) or ``{query: [document, ...]}``,
+                best first. A query the run lacks retrieved nothing.
+            qrels: ``{query: {document: grade}}``; every listed document is judged (with its
+                grade), also those the run does not retrieve: they count in R.
+            query_ids: the rows, in order; queries of the run not listed are left out.
+
+        Document ids are str or int, matched as they are (``7`` is not ``"7"``).
+
+        Example:
+            >>> from ignite_ranking import MRR, Retrieved
+            >>> run = {"q1": {"d1": 0.2, "d2": 0.9}, "q2": {"d3": 0.5, "d4": 0.5}}  # a tie
+            >>> metric = MRR([1, 10])
+            >>> metric.update(Retrieved.from_dicts(run, {"q1": {"d1": 1}, "q2": {"d3": 1, "d9": 2}}))
+            >>> metric.compute()  # q1 finds d1 at rank 2; q2 d3 at rank 1 (the lower id of a tie)
+            [0.5, 0.75]
+        """
+        ids, relevant, scores, grades, _ = id_tensors(run, qrels, query_ids)
+        return cls(ids, relevant, scores, grades)
 
 
 @dataclass(frozen=True)

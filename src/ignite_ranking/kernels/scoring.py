@@ -18,6 +18,7 @@ from . import expected
 from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
 
 __all__ = [
+    "AP_DENOMINATORS",
     "average_precision",
     "hit_rate",
     "list_precision",
@@ -115,15 +116,36 @@ def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     return _divide(ranked.hits(cutoffs), ranked.num_relevant[:, None])
 
 
-def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
-    """Sum of precision at the ranks ``i <= k`` of relevant items, divided by R."""
+AP_DENOMINATORS = ("relevant", "min_k_relevant", "relevant_retrieved")
+"""What AP@k divides by: R (trec_eval), ``min(k, R)`` (sentence-transformers, RecBole) or the
+relevant items within the top k (torchmetrics)."""
+
+
+def average_precision(
+    ranked: RankedBatch, cutoffs: Sequence[int], denominator: str = "relevant"
+) -> torch.Tensor:
+    """Sum of precision at the ranks ``i <= k`` of relevant items, divided by R, by ``min(k, R)``
+    or by the relevant items within k (``denominator``, one of :data:`AP_DENOMINATORS`; the
+    last is not defined under ``"average"`` ties, whose expectation of a ratio it is not)."""
+    num_relevant = ranked.num_relevant[:, None]
     if ranked.blocks is not None:
-        return expected.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
+        values = expected.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
+        if denominator == "relevant":
+            return values
+        if denominator != "min_k_relevant":
+            raise ValueError(f"denominator={denominator!r} is not defined under ties='average'")
+        shown = torch.minimum(_cutoff_tensor(ranked, cutoffs)[None, :], num_relevant)
+        return _divide(values * num_relevant, shown)
     relevant = ranked.relevant
     if ranked.depth == 0:
         return sum_to_cutoffs(relevant, cutoffs)
     precision_at_rank = ranked.cumulative_relevant() / _ranks(ranked.depth, 1, relevant.device)
-    return _divide(sum_to_cutoffs(relevant * precision_at_rank, cutoffs), ranked.num_relevant[:, None])
+    summed = sum_to_cutoffs(relevant * precision_at_rank, cutoffs)
+    if denominator == "min_k_relevant":
+        return _divide(summed, torch.minimum(_cutoff_tensor(ranked, cutoffs)[None, :], num_relevant))
+    if denominator == "relevant_retrieved":
+        return _divide(summed, ranked.hits(cutoffs))
+    return _divide(summed, num_relevant)
 
 
 def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_rank") -> torch.Tensor:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import replace
 from itertools import chain, islice
 from operator import methodcaller
 from struct import error as StructError
@@ -43,8 +44,10 @@ __all__ = [
     "bad_entry",
     "columns",
     "dict_entries",
+    "dict_qrels",
     "doc_ids",
     "grades",
+    "judged_queries",
     "query_dicts",
     "str_keyed_columns",
 ]
@@ -222,6 +225,26 @@ class DictQrels(Qrels):
     @docno.setter
     def docno(self, value: np.ndarray | None) -> None:
         self._docno = value
+
+
+def dict_qrels(data: Mapping) -> Qrels:
+    """:class:`~ignite_ranking.trec.io.Qrels` of a dict of dicts ``{query: {document: grade}}``;
+    with every document id a ``str``, a :class:`DictQrels` that keeps them for the dict path."""
+    qids, codes, docs, rel, ids = str_keyed_columns(data, "qrels")
+    kind = Qrels if ids is None else DictQrels
+    return kind(qids=qids, qid=codes, docno=docs, rel=grades(rel, qids, codes, docs, ids), ids=ids)
+
+
+def judged_queries(qrels: Qrels) -> Qrels:
+    """The qrels without their queries that have no judgement (an empty dict in a dict of dicts):
+    trec_eval and pytrec_eval do not know them, and ir_measures counts them as unanswered."""
+    counts = np.bincount(qrels.qid, minlength=len(qrels.qids))
+    if counts.all():
+        return qrels
+    keep = counts > 0
+    code = (np.cumsum(keep) - 1).astype(np.int32)
+    qids = [q for q, k in zip(qrels.qids, keep.tolist(), strict=True) if k]
+    return replace(qrels, qids=qids, qid=code[qrels.qid])
 
 
 class _Chained:

@@ -58,10 +58,11 @@ import torch
 
 from ..kernels import TIE_POLICIES
 from ..kernels.judged import condense
+from .columns import dict_qrels, judged_queries
 from .diversity import evaluate_diversity, is_diversity_measure
 from .extra_measures import EXTRA_FAMILIES, relstrings
 from .gains import GainRule, ideal_matrix
-from .io import DiversityQrels, DuplicateEntryError, Qrels, Run
+from .io import DiversityQrels, DuplicateEntryError, Qrels, Run, read_qrels
 from .measures import Measure, parse_measures
 from .result import (
     SCORE_PRECISIONS,
@@ -122,7 +123,7 @@ def _check_options(relevance_level: object, ties: object, score_precision: objec
 
 
 def evaluate(
-    qrels: Qrels,
+    qrels: Qrels | Mapping | str | os.PathLike,
     run: Run | Mapping,
     metrics: Sequence[str | Measure],
     *,
@@ -139,8 +140,10 @@ def evaluate(
 
     Args:
         qrels: judgements, from :func:`~ignite_ranking.trec.io.read_qrels` (or
-            :func:`~ignite_ranking.trec.io.read_diversity_qrels`); other forms are refused with a
-            TypeError (dicts of dicts go through :mod:`ignite_ranking.ir_measures`).
+            :func:`~ignite_ranking.trec.io.read_diversity_qrels`), a path read by ``read_qrels``,
+            or a dict of dicts ``{query id: {document id: grade}}`` (pytrec_eval's form; a query
+            with an empty dict is not judged, as pytrec_eval leaves it out); other forms are
+            refused with a TypeError (DataFrames go through :mod:`ignite_ranking.ir_measures`).
         run: the run, from :func:`~ignite_ranking.trec.io.read_run`, or a dict of dicts
             ``{query id: {document id: score}}`` (ir_measures' form; with ``str`` ids and
             ``ties="trec"`` it is ranked at its judged documents only, see
@@ -177,11 +180,16 @@ def evaluate(
         TypeError: qrels that are not a :class:`~ignite_ranking.trec.io.Qrels`.
     """
     names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if isinstance(qrels, (str, os.PathLike)):
+        qrels = read_qrels(qrels)
+    elif isinstance(qrels, Mapping):
+        qrels = judged_queries(dict_qrels(qrels))
     if not isinstance(qrels, Qrels):
         raise TypeError(
             "qrels must be a Qrels from read_qrels (a DiversityQrels from read_diversity_qrels for "
-            "diversity measures); a dict of dicts, DataFrame or ir_measures records go through the "
-            f"ir_measures provider (ignite_ranking.ir_measures), got {type(qrels).__name__}"
+            "diversity measures), a path or a dict of dicts {query: {document: grade}}; a DataFrame "
+            "or ir_measures records go through the ir_measures provider "
+            f"(ignite_ranking.ir_measures), got {type(qrels).__name__}"
         )
     if num_threads is not None and (
         isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1

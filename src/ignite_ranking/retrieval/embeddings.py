@@ -1,0 +1,351 @@
+"""Evaluate an embedding model from its query and corpus embeddings, exactly, in one call.
+
+:func:`evaluate_embeddings` ranks the whole corpus for every judged query with the exact chunked
+top-k (:func:`~ignite_ranking.catalog.top_k`; :func:`~ignite_ranking.catalog.sharded_top_k`
+with a ``group``), never holding the ``(queries, corpus)`` score matrix, turns the ranked rows
+and the qrels into :class:`~ignite_ranking.Retrieved` batches (judged documents absent from the
+corpus get ids past it, so they count in R and in the ideal DCG) and feeds them to the metrics,
+under the conventions of :mod:`~ignite_ranking.retrieval.conventions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import torch
+import torch.distributed as dist
+
+from .. import catalog
+from ..kernels import Retrieved
+from ..metrics import MAP, MRR, NDCG, HitRate, Precision, RankingMetrics, Recall
+from .beir import as_qrels_dict
+from .conventions import CONVENTIONS, Convention, parse_measures
+
+__all__ = ["evaluate_embeddings"]
+
+_SIMILARITIES = ("cosine", "dot", "euclidean")
+
+
+def evaluate_embeddings(
+    query_embeddings: torch.Tensor,
+    corpus_embeddings: torch.Tensor,
+    qrels: object,
+    *,
+    query_ids: Sequence[Hashable],
+    corpus_ids: Sequence[Hashable],
+    measures: Sequence[str] | None = None,
+    similarity: str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = "cosine",
+    convention: str = "trec",
+    exclude: Mapping[Hashable, Sequence[Hashable]] | None = None,
+    ignore_identical_ids: bool = False,
+    batch_size: int | None = None,
+    chunk_size: int | None = None,
+    group: dist.ProcessGroup | None = None,
+    progress: bool | None = None,
+    per_query: bool = False,
+) -> dict[str, float] | tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The mean of each measure over the judged queries, ranking the whole corpus exactly.
+
+    Args:
+        query_embeddings: ``(Q, d)`` floating (float32, float16, bfloat16, float64), any device.
+        corpus_embeddings: ``(N, d)``, the queries' dtype and device; with ``group``, this
+            process's shard of the corpus (the shards in rank order are the corpus).
+        qrels: ``{query id: {document id: grade}}``, a :class:`~ignite_ranking.trec.Qrels`, or a
+            path to TREC qrels or a BEIR tsv. Ids are matched as ``str``. Judged documents
+            absent from the corpus count in R; queries absent from ``query_ids``, or with no
+            judgement, are not evaluated.
+        query_ids: the id of each query row (str or int, distinct).
+        corpus_ids: the id of each corpus row (distinct over the whole corpus); with ``group``,
+            this shard's.
+        measures: ``family@k`` names (``accuracy``, ``precision``, ``recall``, ``mrr``, ``ndcg``,
+            ``map``); default: the convention's.
+        similarity: ``"cosine"``, ``"dot"``, ``"euclidean"`` (negated distance: the corpus is
+            ranked by ``2 q.c - |c|^2``, the same order) or a callable
+            ``(queries, corpus_chunk) -> (batch, chunk) scores`` (not with ``group``).
+        convention: ``"trec"``, ``"beir"`` or ``"sentence-transformers"``
+            (:mod:`~ignite_ranking.retrieval.conventions`).
+        exclude: ``{query id: [document ids]}`` that are not candidates of the query.
+        ignore_identical_ids: a document whose id is the query's is not a candidate (BEIR's
+            default; off here, as in sentence-transformers).
+        batch_size: queries ranked at once (default 1024).
+        chunk_size: corpus rows scored at once (default: a 16 MiB score block).
+        group: a ``torch.distributed`` group spanning every process: each passes the same
+            queries and its own corpus shard; every process returns the same result, bit for
+            bit that of one process holding the whole corpus. Only ``(batch, k)`` candidates
+            and the corpus ids travel, never an embedding.
+        progress: a tqdm bar over the query batches.
+        per_query: also return ``{query id: {key: value}}`` of the evaluated queries.
+
+    Returns:
+        ``{key: mean}`` (keys in the convention's names), and with ``per_query`` the per-query
+        values as a second item.
+
+    Raises:
+        ValueError: ids that do not match the embeddings' rows, duplicate ids, NaN embeddings,
+            an unknown convention, similarity or measure, no query to evaluate.
+
+    Example:
+        >>> import torch
+        >>> from ignite_ranking import retrieval
+        >>> queries = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> corpus = torch.tensor([[1.0, 0.1], [0.1, 1.0], [1.0, 1.0]])
+        >>> qrels = {"q1": {"d0": 1}, "q2": {"d2": 1, "gone": 1}}
+        >>> retrieval.evaluate_embeddings(queries, corpus, qrels, query_ids=["q1", "q2"],
+        ...     corpus_ids=["d0", "d1", "d2"], measures=["mrr@10", "recall@2"])
+        {'mrr@10': 0.75, 'recall@2': 0.75}
+    """
+    conv = _convention(convention)
+    asked = parse_measures(list(conv.measures) if measures is None else measures)
+    sim_name = _check_similarity(similarity, group)
+    _check_embeddings(query_embeddings, corpus_embeddings, callable(similarity))
+    query_ids, corpus_ids = (
+        _ids(query_ids, query_embeddings, "query"),
+        _ids(corpus_ids, corpus_embeddings, "corpus"),
+    )
+    table = as_qrels_dict(qrels)
+    ids, offset, num_items = _global_ids(corpus_ids, group)
+    queries, corpus = _prepared(query_embeddings, corpus_embeddings, similarity)
+    order = _tie_permutation(ids, conv, group)
+    if order is not None:  # rank the rows in id order, so that the row tie rule is the id order
+        corpus, ids = corpus[order.to(corpus.device)], [ids[i] for i in order.tolist()]
+    ties = "last" if conv.tie_order == "id_descending" else "first"
+
+    evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
+    if not evaluated:
+        raise ValueError(
+            "no query of query_ids has a judgement to evaluate (check that the ids match the qrels)"
+        )
+    row_of = {str(doc): row for row, doc in enumerate(ids)}
+    if len(row_of) != len(ids):
+        raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
+    k = max(k for _, k in asked)
+    names = [conv.key_of(family, cutoff, sim_name) for family, cutoff in asked]
+    metrics = _metrics(asked, names, conv, per_query)
+    low, high = _share(group, len(evaluated))
+    batch_size = _check_batch_size(batch_size)
+    starts = range(0, len(evaluated), batch_size)
+    if progress:
+        from tqdm import tqdm
+
+        starts = tqdm(starts, desc="ranking the corpus", unit="batch", leave=False)
+    for start in starts:
+        rows = evaluated[start : start + batch_size]
+        wanted = [str(query_ids[i]) for i in rows]
+        excluded = _excluded(wanted, exclude, ignore_identical_ids, row_of, queries.device)
+        batch = queries[rows]
+        if group is not None:
+            _, top = catalog.sharded_top_k(
+                batch, corpus, k, item_offset=offset, num_items=num_items, exclude=excluded,
+                chunk_size=chunk_size, ties=ties, group=group,
+            )  # fmt: skip
+        else:
+            items = corpus if not callable(similarity) else lambda a, b, q=batch: similarity(q, corpus[a:b])
+            _, top = catalog.top_k(batch, items, k, exclude=excluded, chunk_size=chunk_size, ties=ties,
+                                   num_items=len(ids))  # fmt: skip
+        mine = slice(max(low - start, 0), max(min(high - start, len(rows)), 0))  # this process's share
+        if mine.stop > mine.start:
+            metrics.update(_retrieved(top[mine].cpu(), wanted[mine], table, row_of, len(ids), conv))
+    means = metrics.compute()
+    result = {
+        name: float(means[f"m{i}@{k}"]) for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True))
+    }
+    if not per_query:
+        return result
+    values = metrics.per_query_values()
+    keys = [str(query_ids[evaluated[key]]) for key in values.keys.tolist()]
+    table_out = {key: {} for key in keys}
+    for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True)):
+        for key, value in zip(keys, values.values[f"m{i}@{k}"].tolist(), strict=True):
+            table_out[key][name] = value
+    return result, table_out
+
+
+# ------------------------------------------------------------------------------------ checks
+
+
+def _convention(convention: object) -> Convention:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {', '.join(map(repr, CONVENTIONS))}, got {convention!r}")
+    return CONVENTIONS[convention]
+
+
+def _check_similarity(similarity: object, group) -> str:
+    if callable(similarity):
+        if group is not None:
+            raise ValueError(
+                "a callable similarity is not sharded; pass 'cosine', 'dot' or 'euclidean' with group"
+            )
+        return getattr(similarity, "__name__", "custom")
+    if similarity not in _SIMILARITIES:
+        raise ValueError(
+            f"similarity must be one of {', '.join(map(repr, _SIMILARITIES))} or a callable, "
+            f"got {similarity!r}"
+        )
+    return similarity
+
+
+def _check_embeddings(queries: object, corpus: object, custom: bool) -> None:
+    for name, value in (("query_embeddings", queries), ("corpus_embeddings", corpus)):
+        if not isinstance(value, torch.Tensor) or value.dim() != 2 or not value.is_floating_point():
+            raise ValueError(f"{name} must be a 2-D floating tensor, got {_describe(value)}")
+        if value.isnan().any():
+            raise ValueError(f"{name} contain NaN")
+    if not custom and (queries.shape[1] != corpus.shape[1] or queries.dtype != corpus.dtype):
+        raise ValueError(
+            "query_embeddings and corpus_embeddings must have one d and dtype, got "
+            f"{_describe(queries)} and {_describe(corpus)}"
+        )
+    if queries.device != corpus.device:
+        raise ValueError(f"the embeddings must be on one device, got {queries.device} and {corpus.device}")
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def _ids(ids: object, embeddings: torch.Tensor, name: str) -> list:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name}_ids must be a sequence of str or int ids, got {type(ids).__name__}")
+    ids = list(ids)
+    if len(ids) != embeddings.shape[0]:
+        raise ValueError(f"{name}_ids has {len(ids)} ids for {embeddings.shape[0]} {name} embeddings")
+    if len({str(i) for i in ids}) != len(ids):
+        raise ValueError(f"{name}_ids hold an id twice (ids are compared as str)")
+    return ids
+
+
+def _check_batch_size(batch_size: object) -> int:
+    if batch_size is None:
+        return 1024
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
+    return batch_size
+
+
+# ------------------------------------------------------------------------------------ the corpus
+
+
+def _global_ids(corpus_ids: list, group) -> tuple[list, int, int | None]:
+    """Every corpus id in global row order, this shard's first row and the corpus size."""
+    if group is None:
+        return corpus_ids, 0, None
+    gathered: list = [None] * dist.get_world_size(group)
+    dist.all_gather_object(gathered, corpus_ids, group=group)
+    sizes = [len(part) for part in gathered]
+    rank = dist.get_rank(group)
+    return [i for part in gathered for i in part], sum(sizes[:rank]), sum(sizes)
+
+
+def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity) -> tuple[torch.Tensor, torch.Tensor]:
+    if similarity == "cosine":
+        return torch.nn.functional.normalize(queries, dim=1), torch.nn.functional.normalize(corpus, dim=1)
+    if similarity == "euclidean":  # 2 q.c - |c|^2 = |q|^2 - |q - c|^2: the order of -|q - c|
+        ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
+        norms = corpus.square().sum(dim=1, keepdim=True)
+        return torch.cat([queries, ones], dim=1), torch.cat([2 * corpus, -norms], dim=1)
+    return queries, corpus
+
+
+def _order_key(doc: object) -> tuple:
+    return (
+        (isinstance(doc, str), doc)
+        if isinstance(doc, (int, str)) and not isinstance(doc, bool)
+        else (True, str(doc))
+    )
+
+
+def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
+    """The permutation that puts the corpus in id order, or None where the rows are in it
+    already or the convention orders ties by row; refused with a group (shards cannot move)."""
+    if conv.tie_order == "row":
+        return None
+    key = str if conv.str_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else int
+    order = sorted(range(len(ids)), key=lambda row: key(ids[row]))
+    if order == list(range(len(ids))):
+        return None
+    if group is not None:
+        raise ValueError(
+            f"convention={conv.name!r} orders equal scores by document id: with a group, the shards "
+            "must hold the corpus sorted by id (as str)"
+            if key is str
+            else "sorted by id"
+        )
+    return torch.tensor(order, dtype=torch.int64)
+
+
+def _share(group, count: int) -> tuple[int, int]:
+    """The evaluated queries ``low .. high - 1`` that this process adds to the metrics: one
+    contiguous share each, in rank order, so that the metrics' one all-reduce (over the default
+    group) sums every query once and their arrival order is the single process's."""
+    if group is None:
+        return 0, count
+    world = dist.get_world_size(group)
+    if world != dist.get_world_size():
+        raise ValueError("group must span every process: the metrics reduce over the default group")
+    per = -(-count // world)
+    low = dist.get_rank(group) * per
+    return low, min(count, low + per)
+
+
+# ------------------------------------------------------------------------------------ the batches
+
+
+def _counts(judged: Mapping[str, float], conv: Convention) -> bool:
+    """Whether a judged query is evaluated: under the convention's rule for those without a
+    relevant document (sentence-transformers' every listed one is)."""
+    return conv.binary or conv.count_zero_hits or any(grade >= 1 for grade in judged.values())
+
+
+def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Tensor | None:
+    if exclude is None and not ignore_identical_ids:
+        return None
+    exclude = {} if exclude is None else {str(q): docs for q, docs in exclude.items()}
+    rows = []
+    for query in wanted:
+        docs = [str(d) for d in exclude.get(query, ())] + ([query] if ignore_identical_ids else [])
+        rows.append([row_of[d] for d in docs if d in row_of])
+    width = max(map(len, rows), default=0)
+    return torch.tensor(
+        [r + [-1] * (width - len(r)) for r in rows], dtype=torch.int64, device=device
+    ).reshape(len(rows), width)
+
+
+def _retrieved(top, wanted, table, row_of, num_items, conv) -> Retrieved:
+    """The ranked rows and the queries' judgements as a Retrieved batch, with the query keys."""
+    relevant, grades = [], []
+    for query in wanted:
+        docs = table[query]
+        missing = num_items
+        rows = []
+        for doc in docs:
+            if doc in row_of:
+                rows.append(row_of[doc])
+            else:  # judged but not in the corpus: an id past it, never retrieved, counted in R
+                rows.append(missing)
+                missing += 1
+        relevant.append(rows)
+        grades.append([1.0] * len(rows) if conv.binary else [float(g) for g in docs.values()])
+    width = max(map(len, relevant))
+    pad = lambda rows, fill: [r + [fill] * (width - len(r)) for r in rows]  # noqa: E731
+    return Retrieved(
+        top,
+        torch.tensor(pad(relevant, -1), dtype=torch.int64),
+        grades=torch.tensor(pad(grades, 0.0), dtype=torch.float64),
+    )
+
+
+def _metrics(asked, names, conv: Convention, per_query: bool) -> RankingMetrics:
+    """One metric per measure (named ``m0``, ``m1``... in the group), under the convention."""
+    common = {"ignore_zero_hits": not conv.count_zero_hits}
+    build = {
+        "accuracy": lambda k: HitRate([k], **common),
+        "precision": lambda k: Precision([k], **common),
+        "recall": lambda k: Recall([k], **common),
+        "mrr": lambda k: MRR([k], **common),
+        "ndcg": lambda k: NDCG([k], gain_function=conv.gain_function, **common),
+        "map": lambda k: MAP([k], denominator=conv.map_denominator, **common),
+    }
+    members = {f"m{i}": build[family](k) for i, (family, k) in enumerate(asked)}
+    return RankingMetrics(members, per_query=per_query)

@@ -1,0 +1,246 @@
+"""retrieval.evaluate_embeddings against the real tools: sentence-transformers'
+InformationRetrievalEvaluator (a stand-in model returns fixed embeddings: no weights) to 1e-12,
+and BEIR's way with pytrec_eval (EvaluateRetrieval.evaluate's measures, rounded to its 5
+decimals), on embeddings with ties, judged documents missing from the corpus, queries without a
+relevant document, and identical query and document ids; then the bad inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytrec_eval
+import torch
+from retrieval_data import embedding_data
+
+from ignite_ranking import MAP, MRR, NDCG, RankingMetrics, Recall, Retrieved, retrieval, trec
+
+st_util = pytest.importorskip("sentence_transformers.util")
+from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator  # noqa: E402
+
+BEIR_KS = [1, 3, 5, 10, 100, 1000]
+
+
+class _Card:
+    def set_evaluation_metrics(self, *args, **kwargs) -> None:
+        pass
+
+
+class StandInModel:
+    """What InformationRetrievalEvaluator reads of a model: encode_query / encode_document
+    (here a lookup of each text's fixed embedding), similarity and its name, a model card."""
+
+    def __init__(self, table: dict, similarity: str):
+        self.table = table
+        self.similarity_fn_name = similarity
+        self.similarity = {"cosine": st_util.cos_sim, "dot": st_util.dot_score}[similarity]
+        self.model_card_data = _Card()
+
+    def encode(self, sentences, **kwargs) -> torch.Tensor:
+        return torch.stack([self.table[text] for text in sentences])
+
+    encode_query = encode_document = encode
+
+
+def _sentence_transformers(queries, corpus, query_ids, corpus_ids, qrels, similarity, chunk):
+    table = {f"query {q}": queries[i] for i, q in enumerate(query_ids)}
+    table |= {f"doc {c}": corpus[j] for j, c in enumerate(corpus_ids)}
+    evaluator = InformationRetrievalEvaluator(
+        {q: f"query {q}" for q in query_ids},
+        {c: f"doc {c}" for c in corpus_ids},
+        {q: set(docs) for q, docs in qrels.items()},
+        corpus_chunk_size=chunk,
+        show_progress_bar=False,
+    )
+    return evaluator(StandInModel(table, similarity))
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot"])
+@pytest.mark.parametrize(("seed", "chunk"), [(0, 97), (1, 800), (2, 50)])
+def test_equals_sentence_transformers(similarity, seed, chunk):
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(seed)
+    theirs = _sentence_transformers(queries, corpus, query_ids, corpus_ids, qrels, similarity, chunk)
+    ours = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, similarity=similarity,
+        convention="sentence-transformers", chunk_size=chunk // 2 + 1, batch_size=25,
+    )  # fmt: skip
+    assert set(ours) == set(theirs)
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12, rel=0), key
+    assert theirs[f"{similarity}_ndcg@10"] > 0.1  # the data find something
+
+
+def _beir(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_identical_ids):
+    """EvaluateRetrieval.evaluate's numbers, its way: pytrec_eval on the run of every document,
+    identical ids popped, each mean rounded to 5 decimals; and MTEB's MRR@k (recip_rank on the
+    run cut at k, in pytrec_eval's order)."""
+    if similarity == "cosine":
+        queries, corpus = (torch.nn.functional.normalize(t, dim=1) for t in (queries, corpus))
+    scores = (queries @ corpus.T).tolist()
+    run = {q: dict(zip(corpus_ids, row, strict=True)) for q, row in zip(query_ids, scores, strict=True)}
+    if ignore_identical_ids:
+        for q, docs in run.items():
+            docs.pop(q, None)
+    ks = ",".join(map(str, BEIR_KS))
+    per_query = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"map_cut.{ks}", f"ndcg_cut.{ks}", f"recall.{ks}", f"P.{ks}"}
+    )
+    per_query = per_query.evaluate(run)
+    out = {}
+    for name, key in (("ndcg", "ndcg_cut_"), ("map", "map_cut_"), ("recall", "recall_"), ("precision", "P_")):
+        for k in BEIR_KS:
+            out[f"{name}_at_{k}"] = round(sum(v[f"{key}{k}"] for v in per_query.values()) / len(per_query), 5)
+    for k in BEIR_KS:
+        cut = {
+            q: dict(sorted(docs.items(), key=lambda e: (-e[1], _desc(e[0])))[:k]) for q, docs in run.items()
+        }
+        values = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
+        out[f"mrr_at_{k}"] = round(sum(v["recip_rank"] for v in values.values()) / len(values), 5)
+    return out
+
+
+def _desc(doc: str) -> list[int]:
+    return [-b for b in doc.encode()] + [1]  # descending byte order, a prefix after its extensions
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot"])
+@pytest.mark.parametrize("ignore_identical_ids", [False, True])
+def test_equals_beir_and_mteb_to_their_five_decimals(similarity, ignore_identical_ids):
+    data = embedding_data(3 + ignore_identical_ids, identical=ignore_identical_ids)
+    theirs = _beir(*data, similarity, ignore_identical_ids)
+    queries, corpus, query_ids, corpus_ids, qrels = data
+    ours = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, similarity=similarity,
+        convention="beir", ignore_identical_ids=ignore_identical_ids, chunk_size=64,
+    )  # fmt: skip
+    assert set(ours) == set(theirs)
+    assert {key: round(value, 5) for key, value in ours.items()} == theirs
+
+
+def test_trec_convention_equals_the_metrics_on_the_full_ranking():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(5)
+    ours, per_query = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, measures=["ndcg@10", "map@100",
+        "mrr@10", "recall@50"], similarity="dot", chunk_size=33, per_query=True,
+    )  # fmt: skip
+    scores = queries @ corpus.T  # small integers: exact, whatever the blocks
+    judged = [q for q in query_ids if any(g >= 1 for g in qrels.get(q, {}).values())]
+    rows = [query_ids.index(q) for q in judged]
+    order = scores[rows].argsort(dim=1, descending=True, stable=True)  # ties: the lower row first
+    run = {q: [corpus_ids[j] for j in row] for q, row in zip(judged, order.tolist(), strict=True)}
+    group = RankingMetrics(ndcg=NDCG([10]), map=MAP([100]), mrr=MRR([10]), recall=Recall([50]))
+    group.update(Retrieved.from_dicts(run, qrels, query_ids=judged))
+    expected = group.compute()
+    assert ours == {"ndcg@10": expected["ndcg@10"], "map@100": expected["map@100"],
+                    "mrr@10": expected["mrr@10"], "recall@50": expected["recall@50"]}  # fmt: skip
+    assert list(per_query) == judged
+    assert math.fsum(v["ndcg@10"] for v in per_query.values()) / len(judged) == pytest.approx(ours["ndcg@10"])
+
+
+def test_euclidean_ranks_by_distance():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(6)
+    ours = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, similarity="euclidean",
+        measures=["ndcg@10", "map@1000"],
+    )  # fmt: skip
+    custom = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, measures=["ndcg@10", "map@1000"],
+        similarity=lambda q, c: -torch.cdist(q.double(), c.double()).float(),
+    )  # fmt: skip
+    assert ours == custom
+
+
+# ------------------------------------------------------------------------------------ dicts
+
+
+def test_dicts_of_dicts_equal_pytrec_eval():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(7, num_docs=200)
+    scores = (queries @ corpus.T).tolist()  # small integers: ties everywhere
+    run = {q: dict(zip(corpus_ids, row, strict=True)) for q, row in zip(query_ids, scores, strict=True)}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map_cut.10,100", "ndcg_cut.10", "recip_rank"}).evaluate(
+        run
+    )
+    mean = lambda key: sum(v[key] for v in theirs.values()) / len(theirs)  # noqa: E731
+    ours = trec.evaluate(qrels, run, ["map_cut.10,100", "ndcg_cut.10", "recip_rank"]).means
+    for key in ("map_cut_10", "map_cut_100", "ndcg_cut_10", "recip_rank"):
+        assert ours[key] == pytest.approx(mean(key), abs=1e-12), key
+    judged = [q for q in qrels if qrels[q]]
+    group = RankingMetrics(map=MAP([10, 100]), ndcg=NDCG([10], gain_function="linear_rank"), mrr=MRR([200]),
+                           ignore_zero_hits=False, ties="last")  # fmt: skip
+    group.update(Retrieved.from_dicts(run, qrels, query_ids=judged))  # "last": trec_eval's docno order
+    got = group.compute()
+    assert got["map@10"] == pytest.approx(mean("map_cut_10"), abs=1e-12)
+    assert got["ndcg@10"] == pytest.approx(mean("ndcg_cut_10"), abs=1e-12)
+    assert got["mrr@200"] == pytest.approx(mean("recip_rank"), abs=1e-12)
+
+
+def test_from_dicts_takes_ranked_lists_and_refuses_mixed_forms():
+    batch = Retrieved.from_dicts({"a": ["x", "y"], "b": ["z"]}, {"a": {"y": 1}, "b": {"w": 2}, "c": {}})
+    assert batch.ids.tolist() == [[1, 2], [3, -1], [-1, -1]]  # w x y z numbered in sorted order
+    assert batch.relevant.tolist() == [[2], [0], [-1]] and batch.scores is None
+    with pytest.raises(TypeError, match="every query"):
+        Retrieved.from_dicts({"a": ["x"], "b": {"y": 1.0}}, {"a": {"x": 1}})
+    with pytest.raises(ValueError, match="twice"):
+        Retrieved.from_dicts({"a": ["x", "x"]}, {"a": {"x": 1}})
+
+
+# ------------------------------------------------------------------------------------ readers
+
+
+def test_beir_readers(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td1\t2\n"
+    )
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"_id": "d1", "title": "T", "text": "one"}\n{"_id": "d2", "text": "two"}\n'
+    )
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "first?"}\n')
+    assert retrieval.read_beir_qrels(tmp_path / "qrels" / "test.tsv") == {
+        "q1": {"d1": 1, "d2": 0},
+        "q2": {"d1": 2},
+    }
+    assert retrieval.read_beir_ids(tmp_path / "corpus.jsonl") == ["d1", "d2"]
+    assert list(retrieval.iter_beir_texts(tmp_path / "queries.jsonl")) == [("q1", "", "first?")]
+    queries, corpus = torch.eye(2), torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    from_path = retrieval.evaluate_embeddings(queries, corpus, tmp_path / "qrels" / "test.tsv",
+                                              query_ids=["q1", "q2"], corpus_ids=["d1", "d2"])  # fmt: skip
+    assert from_path == {"mrr@10": 0.75, "ndcg@10": pytest.approx(0.8154648767857288), "map@100": 0.75,
+                         "recall@100": 1.0, "precision@10": 0.1}  # fmt: skip
+    (tmp_path / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\n")
+    with pytest.raises(ValueError, match=r"bad\.tsv:2"):
+        retrieval.read_beir_qrels(tmp_path / "bad.tsv")
+
+
+# ------------------------------------------------------------------------------------ bad inputs
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"query_ids": ["q0"]}, ValueError, "1 ids for 2 query embeddings"),
+        ({"corpus_ids": ["d0", "d0", "d1"]}, ValueError, "corpus_ids hold an id twice"),
+        ({"query_ids": [1, "1"]}, ValueError, "query_ids hold an id twice"),
+        ({"query_embeddings": torch.tensor([[1.0, math.nan], [0.0, 1.0]])}, ValueError, "NaN"),
+        ({"convention": "mteb"}, ValueError, "convention must be one of"),
+        ({"similarity": "manhattan"}, ValueError, "similarity must be one of"),
+        ({"measures": ["ndcg@0"]}, ValueError, "unknown measure"),
+        ({"measures": ["f1@10"]}, ValueError, "unknown measure"),
+        ({"query_ids": ["x", "y"]}, ValueError, "no query"),
+        ({"qrels": [("q0", "d0", 1)]}, TypeError, "qrels must be"),
+        ({"corpus_embeddings": torch.zeros(3, 3)}, ValueError, "one d and dtype"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+    ],
+)
+def test_bad_inputs_are_refused(change, error, message):
+    kwargs = {
+        "query_embeddings": torch.eye(2),
+        "corpus_embeddings": torch.ones(3, 2),
+        "qrels": {"q0": {"d0": 1}},
+        "query_ids": ["q0", "q1"],
+        "corpus_ids": ["d0", "d1", "d2"],
+    } | change
+    with pytest.raises(error, match=message):
+        retrieval.evaluate_embeddings(
+            kwargs.pop("query_embeddings"), kwargs.pop("corpus_embeddings"), kwargs.pop("qrels"), **kwargs
+        )
