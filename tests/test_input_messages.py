@@ -132,3 +132,10 @@ def test_evaluate_refuses_a_thread_count_below_one(threads):
     qrels = Qrels(["q1"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
     with pytest.raises(ValueError, match=rf"num_threads must be None or an int >= 1, got {threads!r}"):
         evaluate(qrels, {"q1": {"a": 1.0}}, ["P_1"], num_threads=threads)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, True])
+def test_evaluate_refuses_a_batch_size_below_one(batch_size):
+    qrels = Qrels(["q1"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
+    with pytest.raises(ValueError, match=rf"batch_size must be an int >= 1, got {batch_size!r}"):
+        evaluate(qrels, {"q1": {"a": 1.0}}, ["P_1"], batch_size=batch_size)
