@@ -12,7 +12,8 @@ import pytest
 
 from ignite_ranking.cli import main
 from ignite_ranking.trec import evaluate
-from ignite_ranking.trec.io import Qrels
+from ignite_ranking.trec.diversity import evaluate_diversity
+from ignite_ranking.trec.io import Qrels, read_diversity_qrels
 
 ir_measures = pytest.importorskip("ir_measures")
 pd = pytest.importorskip("pandas")
@@ -139,3 +140,11 @@ def test_evaluate_refuses_a_batch_size_below_one(batch_size):
     qrels = Qrels(["q1"], np.zeros(1, np.int32), np.array([b"a"]), np.array([1]))
     with pytest.raises(ValueError, match=rf"batch_size must be an int >= 1, got {batch_size!r}"):
         evaluate(qrels, {"q1": {"a": 1.0}}, ["P_1"], batch_size=batch_size)
+
+
+@pytest.mark.parametrize("batch_size", [0, -2])
+def test_evaluate_diversity_refuses_a_batch_size_below_one(tmp_path, batch_size):
+    (tmp_path / "qrels").write_text("q1 1 a 1\n")
+    qrels = read_diversity_qrels(tmp_path / "qrels")
+    with pytest.raises(ValueError, match=rf"batch_size must be an int >= 1, got {batch_size}"):
+        evaluate_diversity(qrels, {"q1": {"a": 1.0}}, ["alpha_nDCG@5"], batch_size=batch_size)

@@ -52,7 +52,14 @@ from ..kernels.diversity import (
 )
 from .io import DiversityQrels, DuplicateEntryError, Run
 from .judgements import words
-from .result import EvaluationResult, check_relevance_level, check_score_precision, run_columns, summaries
+from .result import (
+    EvaluationResult,
+    check_batch_size,
+    check_relevance_level,
+    check_score_precision,
+    run_columns,
+    summaries,
+)
 
 __all__ = [
     "DIVERSITY_HELP",
@@ -235,6 +242,7 @@ def evaluate_diversity(
     measures = parse_diversity_measures(metrics)
     check_relevance_level(relevance_level)
     check_score_precision(score_precision)
+    check_batch_size(batch_size)
     if not isinstance(qrels, DiversityQrels):
         raise TypeError(
             "diversity measures need subtopic qrels: a DiversityQrels from read_diversity_qrels (or, "

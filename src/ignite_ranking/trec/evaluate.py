@@ -67,6 +67,7 @@ from .measures import Measure, parse_measures
 from .result import (
     SCORE_PRECISIONS,
     EvaluationResult,
+    check_batch_size,
     check_relevance_level,
     check_score_precision,
     run_columns,
@@ -195,8 +196,7 @@ def evaluate(
         isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1
     ):
         raise ValueError(f"num_threads must be None or an int >= 1, got {num_threads!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    check_batch_size(batch_size)
     if isinstance(qrels, DiversityQrels) or any(map(is_diversity_measure, names)):
         if ties != "trec" or judged_only is not False:
             raise ValueError("diversity measures take ties='trec' (ndeval's order) and no judged_only")

@@ -38,6 +38,12 @@ def check_relevance_level(relevance_level: object) -> None:
         )
 
 
+def check_batch_size(batch_size: object) -> None:
+    """Raises unless ``batch_size`` (queries per batch of tensors) is an int >= 1."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+
+
 def check_score_precision(score_precision: object) -> None:
     """Raises unless ``score_precision`` is one of :data:`SCORE_PRECISIONS`."""
     if score_precision not in SCORE_PRECISIONS:
