@@ -33,6 +33,7 @@ from typing import Protocol
 
 import torch
 
+from .backend import host_tuned
 from .boundary import GainOf
 
 __all__ = [
@@ -200,7 +201,7 @@ class TieBlocks:
 
 def block_slots(block_id: torch.Tensor) -> int:
     """How many block slots the rows of ``block_id`` use: their most blocks on CPU, else K."""
-    if block_id.device.type != "cpu" or block_id.numel() == 0:
+    if not host_tuned(block_id) or block_id.numel() == 0:
         return block_id.shape[1]
     return int(block_id[:, -1].max()) + 1
 
@@ -329,7 +330,7 @@ def _first_relevant_block(blocks: TieBlocks):
     slot = torch.where(ranked.any(dim=1, keepdim=True), block_id.gather(1, first), block_id[:, -1:])
     pick = lambda values: values.gather(1, slot).squeeze(1)  # noqa: E731
     sizes = blocks.block_size
-    if sizes.device.type == "cpu" and slot.numel():  # only the slots up to the first relevant
+    if host_tuned(sizes) and slot.numel():  # only the slots up to the first relevant
         sizes = sizes[:, : int(slot.max()) + 1]
     relevant = pick(blocks.block_relevant)
     return relevant > 0, pick(torch.cumsum(sizes, dim=1).sub_(sizes)), pick(blocks.block_size), relevant
@@ -353,7 +354,7 @@ def _offsets_wanted(blocks: TieBlocks, found: torch.Tensor, size: torch.Tensor) 
     """How many offsets into the first relevant blocks matter: the ranked depth, or on CPU the
     largest such block (usually far smaller; a device would synchronize to read it)."""
     depth = blocks.block_id.shape[1]
-    if size.device.type != "cpu" or size.numel() == 0:
+    if not host_tuned(size) or size.numel() == 0:
         return depth
     return max(1, min(depth, int(torch.where(found, size, 0.0).max())))
 
