@@ -110,6 +110,7 @@ def files(tmp_path):
     [
         ("evaluate", "--threads", "0", 1),
         ("evaluate", "--threads", "-3", 1),
+        ("evaluate", "--batch-size", "0", 1),
         ("compare", "--seed", "-1", 0),
         ("compare", "--resamples", "0", 1),
     ],

@@ -102,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
         "strcmp sorts them)",
     )
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ev.add_argument("--batch-size", type=int, default=2048, help="queries per padded batch (default 2048)")
+    ev.add_argument(
+        "--batch-size", type=_int_from(1), default=2048, help="queries per padded batch (default 2048)"
+    )
     ev.add_argument(
         "--threads",
         type=_int_from(1),

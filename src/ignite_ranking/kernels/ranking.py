@@ -7,7 +7,7 @@ Order: descending score; equal scores by the tie policy.
 - ``"last"``: higher index first.
 - ``"optimistic"`` / ``"pessimistic"``: higher / lower label first, then lower index first.
 - ``"average"``: ranked as ``"first"``, then every metric takes its expected value over all
-  orders of each tied block (see :mod:`ignite_ranking.kernels.ties`); as no value reads the
+  orders of each tied block (see :mod:`ignite_ranking.kernels.expected`); as no value reads the
   order inside a block, whole rows sorted without keeping the indices leave it as an unstable
   sort gives it.
 

@@ -4,7 +4,7 @@ Each takes the ranked batch and the ascending cutoffs and returns float64 values
 ``(batch, len(cutoffs))``; a query without relevant items scores 0. A cutoff larger than the
 number of ranked positions sees all of them (precision still divides by the cutoff itself).
 Under ``ties="average"`` the batch carries its tied blocks and every scorer returns the expected
-value over the orders of each block (:mod:`ignite_ranking.kernels.ties`).
+value over the orders of each block (:mod:`ignite_ranking.kernels.expected`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import ties
+from . import expected
 from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
 
 __all__ = [
@@ -65,7 +65,7 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
             ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64, device=ranked.relevant.device
         )
     if ranked.blocks is not None:
-        return ties.expected_reciprocal_rank(ranked.blocks, cutoffs)
+        return expected.expected_reciprocal_rank(ranked.blocks, cutoffs)
     # argmax gives the first of equal maxima: the first relevant rank where there is one.
     first = ranked.relevant.argmax(dim=1, keepdim=True)
     found = ranked.relevant.gather(1, first).squeeze(1) > 0
@@ -81,7 +81,7 @@ def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
             ranked.relevant.shape[0], len(cutoffs), dtype=torch.float64, device=ranked.relevant.device
         )
     if ranked.blocks is not None:
-        return ties.expected_hit_rate(ranked.blocks, cutoffs)
+        return expected.expected_hit_rate(ranked.blocks, cutoffs)
     return (at_cutoffs(ranked.cumulative_relevant(), cutoffs) > 0).to(torch.float64)
 
 
@@ -118,7 +118,7 @@ def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
 def average_precision(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
     """Sum of precision at the ranks ``i <= k`` of relevant items, divided by R."""
     if ranked.blocks is not None:
-        return ties.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
+        return expected.expected_average_precision(ranked.blocks, ranked.num_relevant, cutoffs)
     relevant = ranked.relevant
     if ranked.depth == 0:
         return sum_to_cutoffs(relevant, cutoffs)

@@ -18,13 +18,12 @@ from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_red
 
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import RankedBatch, check_flag, normalize_top_k
-from ..kernels.exact_sum import LIMBS, carry_, host_means, limb_sums
+from ..kernels.exact_sum import LIMBS, carry_, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
-from .batches import flat_ids, normalize_judged
+from .batches import normalize_judged, split_extras
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
-from .devices import warn_of_host_state
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
 from .options import (
@@ -35,8 +34,9 @@ from .options import (
     checked_settings,
     refuse_empty_rows,
 )
-from .per_query import PerQuery, aggregate, gather_per_query, keep_per_query, query_keys, split_extras
-from .refusal import DeferredRefusal, refusal_error, refuse_now
+from .per_query import PerQuery, aggregate, flat_ids, gather_per_query, keep_per_query, query_keys
+from .readout import means_of, reduced_state
+from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import (
     LoadedState,
     assign_state,
@@ -282,10 +282,9 @@ class RankingMetric(Metric):
         self._reset_per_query()
         if "_label_notes" in self.__dict__:  # shared with a group's other members: reset in place
             self._label_notes.reset()
-            self._refusal.reset()
         else:
             self._label_notes = LabelNotes()
-            self._refusal = DeferredRefusal()
+        self._refusal = self._refusal.reset() if "_refusal" in self.__dict__ else DeferredRefusal()
 
     def _reset_per_query(self) -> None:
         self._query_values: list[torch.Tensor] = []
@@ -301,7 +300,6 @@ class RankingMetric(Metric):
         ``per_query=True``, ``(y_pred, y, {"query_ids": ids})`` too; a dense batch may carry
         ``{"judged": mask}`` there (see :doc:`/metrics/judged`)."""
         output, query_ids, judged = split_extras(output)
-        warn_of_host_state(self, [self._device], output)
         normalized = normalize_judged(
             output,
             self.ranking,
@@ -314,30 +312,12 @@ class RankingMetric(Metric):
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.check_ranked(normalized.ranked)
         self.refuse_empty(normalized.ranked, flat_ids(output, normalized))
-        self._accumulate_or_refuse(
-            [self], normalized.ranked, lambda: self.accumulate(normalized.ranked, query_ids=ids)
-        )
+        accumulate_or_refuse([self], normalized.ranked, self.accumulate, normalized.ranked, ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
-    def _accumulate_or_refuse(
-        self, metrics: list, ranked: RankedBatch, accumulate: Callable[[], None]
-    ) -> None:
-        """Runs ``accumulate``, refusing a batch whose rows the generic kernels found NaN in
-        (``ranked.refused``): later, on the device (:mod:`.refusal`), or here where per-query
-        values are kept (they cannot be taken back)."""
-        codes = ranked.refused
-        if codes is None:
-            accumulate()
-        elif any(metric._keeps_values for metric in metrics):
-            refuse_now(codes)
-            accumulate()
-        else:
-            self._refusal.taken_back(metrics, codes, accumulate)
-
     def check(self) -> None:
-        """Raises the ``ValueError`` of a batch refused since ``reset`` on the device path, if
-        any (the next :meth:`compute` raises it too; see docs/contract.md)."""
+        """Raises the error of a batch refused since ``reset`` on the device path (docs/contract.md)."""
         self._refusal.check()
 
     def close_held(self) -> None:
@@ -520,30 +500,13 @@ class RankingMetric(Metric):
             gathered = self._gather()
             if not (isinstance(self.aggregation, str) and self.aggregation == "mean"):
                 return self._aggregate(gathered)
-        return self._means_of(self._reduced_state().tolist())
+        return means_of(self, self._reduced_state().tolist())
 
     def _aggregate(self, gathered: PerQuery) -> list[float] | float:
         """``aggregation`` of every process's counted per-query values, per value."""
         return aggregate(self, gathered)
 
-    @sync_all_reduce("_sum_per_k", "_num_examples")
-    def _reduced_state(self) -> torch.Tensor:
-        """The reduced sums of the values, the count and the refusal record (:mod:`.refusal`) in
-        one int64 tensor, for :meth:`_means_of` to read in one transfer."""
-        sums = self._sum_per_k[: self.num_values].reshape(-1)
-        return torch.cat((sums, self._num_examples.reshape(1), self._refusal.read().to(sums.device)))
-
-    def _means_of(self, state: list[int]) -> list[float] | float:
-        """:meth:`compute`'s means from :meth:`_reduced_state` read on the host."""
-        error = refusal_error(state[-3:])
-        if error is not None:
-            raise error
-        if state[-4] == 0:
-            raise self._label_notes.not_computable(
-                type(self).__name__, self.relevance_threshold, self.count_rule
-            )
-        means = host_means(state[:-4], state[-4])
-        return means if self.top_k is not None else means[0]
+    _reduced_state = reduced_state  # the sums, count and refusal record, reduced: one tensor
 
     def interval(self) -> list[tuple[float, float]] | tuple[float, float]:
         """Student t confidence intervals of the means, ``(low, high)`` per value of :meth:`compute`.
@@ -573,7 +536,6 @@ class RankingMetric(Metric):
                 "level, such as confidence=0.95."
             )
         self.close_held()
-        self._refusal.check()
         return self._interval()
 
     @sync_all_reduce("_sum_per_k", "_num_examples")

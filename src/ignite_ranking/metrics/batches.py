@@ -1,13 +1,14 @@
 """A batch of any input form, normalized once for one ranking metric or all of a group's.
 
-:func:`normalize_judged` is :func:`~ignite_ranking.kernels.forms.normalize` plus what the
+:func:`split_extras` takes the extras (``query_ids``, the ``judged`` mask) off an update's
+output; :func:`normalize_judged` is :func:`~ignite_ranking.kernels.forms.normalize` plus what the
 unjudged-aware metrics read (the dense form's ``judged`` mask), after the checks of what the
 metrics need of the form (catalog items, every item's score, item statistics).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import torch
@@ -17,7 +18,29 @@ from ..kernels import beyond, check_inputs
 from ..kernels.forms import FlatRows, Normalized, Ranking, normalize
 from ..kernels.judged import mark_judgements, mask_unjudged
 
-__all__ = ["flat_ids", "normalize_judged"]
+__all__ = ["normalize_judged", "split_extras"]
+
+
+def split_extras(output: object) -> tuple[object, object, object]:
+    """``(output without extras, ids or None, judged mask or None)``.
+
+    Extras come as a third element ``(y_pred, y, {"query_ids": ids, "judged": mask})``, either
+    key optional.
+    """
+    if (
+        isinstance(output, Sequence)
+        and not isinstance(output, (str, bytes))
+        and len(output) == 3
+        and isinstance(output[2], Mapping)
+    ):
+        extra = output[2]
+        if not extra or not set(extra) <= {"query_ids", "judged"}:
+            raise ValueError(
+                "the third element of an update must be a dict with 'query_ids' and/or 'judged', "
+                f"got keys {sorted(extra)}"
+            )
+        return tuple(output[:2]), extra.get("query_ids"), extra.get("judged")
+    return output, None, None
 
 
 def normalize_judged(
@@ -86,9 +109,3 @@ def _check_item_statistics(output: object, metrics: Sequence[Metric]) -> None:
         if metric.item_statistics is not None:
             argument, size = metric.item_statistics
             beyond.check_catalog(output, size, argument, type(metric).__name__)
-
-
-def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
-    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
-    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
-    return normalized.query_ids if flat else None

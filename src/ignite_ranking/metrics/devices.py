@@ -9,7 +9,7 @@ with the fix.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import torch
 
@@ -39,31 +39,21 @@ def accelerated(tensor: torch.Tensor) -> bool:
     return tensor.device.type not in ("cpu", "meta")
 
 
-def _first_tensor(output: object) -> torch.Tensor | None:
-    values = (
-        output
-        if isinstance(output, (tuple, list))
-        else vars(output).values()
-        if hasattr(output, "__dict__")
-        else ()
-    )
-    return next((v for v in values if isinstance(v, torch.Tensor)), None)
-
-
-def warn_of_host_state(owner: object, devices: Iterable[torch.device], output: object) -> None:
-    """Warns once per ``owner`` if ``output``'s tensors are on an accelerator while one of the
-    state ``devices`` is the CPU."""
-    if owner.__dict__.get("_device_warned"):
+def warn_of_host_state(metrics: Sequence, inputs: torch.Tensor) -> None:
+    """Warns once for ``metrics`` (one metric, or a group's members) if ``inputs`` (a tensor of the
+    update's ranked batch) are on an accelerator while one of their states is on the CPU."""
+    if metrics[0].__dict__.get("_device_warned") or not accelerated(inputs):
         return
-    tensor = _first_tensor(output)
-    if tensor is None or not accelerated(tensor) or all(d.type != "cpu" for d in devices):
+    if all(metric._device.type != "cpu" for metric in metrics):
         return
-    owner._device_warned = True
+    for metric in metrics:
+        metric._device_warned = True
+    owner = type(metrics[0]).__name__ if len(metrics) == 1 else "RankingMetrics"
     warnings.warn(
         DeviceWarning(
-            f"{type(owner).__name__} keeps its state on the CPU but got inputs on {tensor.device}: each "
-            "update copies its sums to the host, a synchronization. Create it with "
-            f"device=idist.device() (or device='{tensor.device}') to keep the state with the inputs."
+            f"{owner} keeps its state on the CPU but got inputs on {inputs.device}: each update "
+            "copies its sums to the host, a synchronization. Create it with device=idist.device() "
+            f"(or device='{inputs.device}') to keep the state with the inputs."
         ),
-        stacklevel=3,
+        stacklevel=4,
     )

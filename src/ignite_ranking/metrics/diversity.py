@@ -29,7 +29,8 @@ from ..kernels.diversity import (
     subtopic_recall,
 )
 from .base import RankingMetric
-from .per_query import check_query_ids, split_extras
+from .batches import split_extras
+from .per_query import check_query_ids
 
 __all__ = ["ERRIA", "NRBP", "AlphaNDCG", "PrecisionIA", "SubtopicMetric", "SubtopicRecall"]
 

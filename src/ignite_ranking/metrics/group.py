@@ -21,14 +21,14 @@ from ..kernels.forms import (
 )
 from ..kernels.held import held_from_state, held_to_state
 from .base import RankingMetric
-from .batches import flat_ids, normalize_judged
-from .devices import warn_of_host_state
+from .batches import normalize_judged, split_extras
 from .diversity import SubtopicMetric
 from .intervals import bounds_by_name
 from .label_notes import LabelNotes
 from .options import check_empty_target_action, resolve_empty_target_action
-from .per_query import PerQuery, query_keys, split_extras
-from .refusal import DeferredRefusal
+from .per_query import PerQuery, flat_ids, query_keys
+from .readout import means_of
+from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import check_tensors
 
 __all__ = ["RankingMetrics"]
@@ -221,9 +221,8 @@ class RankingMetrics(MetricGroup):
         unguard_sampler(self, engine)
 
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
-        output, query_ids, judged = split_extras(output)
         members = list(self.metrics.values())
-        warn_of_host_state(self, [m._device for m in members], output)
+        output, query_ids, judged = split_extras(output)
         normalized = normalize_judged(
             output,
             self._ranking,
@@ -239,9 +238,7 @@ class RankingMetrics(MetricGroup):
         names = flat_ids(output, normalized)
         for metric in members:  # every member's refusal before any member's state changes
             metric.refuse_empty(normalized.ranked, names)
-        members[0]._accumulate_or_refuse(
-            members, normalized.ranked, lambda: self._accumulate(normalized.ranked, ids)
-        )
+        accumulate_or_refuse(members, normalized.ranked, self._accumulate, normalized.ranked, ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
@@ -437,7 +434,7 @@ def _plain_means(members) -> dict:
     read = torch.cat([s.to(states[0].device) for s in states]).tolist()
     means, start = {}, 0
     for metric, state in zip(plain, states, strict=True):
-        means[id(metric)] = metric._means_of(read[start : start + state.numel()])
+        means[id(metric)] = means_of(metric, read[start : start + state.numel()])
         start += state.numel()
     return means
 

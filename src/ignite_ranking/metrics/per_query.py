@@ -11,19 +11,21 @@ any sharding of a dataset gives the single-process order when the ids are datase
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+
+from ..kernels.forms import Normalized
 
 __all__ = [
     "PerQuery",
     "aggregate",
     "check_query_ids",
+    "flat_ids",
     "gather_per_query",
     "keep_per_query",
     "query_keys",
-    "split_extras",
 ]
 
 
@@ -54,28 +56,6 @@ class PerQuery:
         return int(self.keys.shape[0])
 
 
-def split_extras(output: object) -> tuple[object, object, object]:
-    """``(output without extras, ids or None, judged mask or None)``.
-
-    Extras come as a third element ``(y_pred, y, {"query_ids": ids, "judged": mask})``, either
-    key optional.
-    """
-    if (
-        isinstance(output, Sequence)
-        and not isinstance(output, (str, bytes))
-        and len(output) == 3
-        and isinstance(output[2], Mapping)
-    ):
-        extra = output[2]
-        if not extra or not set(extra) <= {"query_ids", "judged"}:
-            raise ValueError(
-                "the third element of an update must be a dict with 'query_ids' and/or 'judged', "
-                f"got keys {sorted(extra)}"
-            )
-        return tuple(output[:2]), extra.get("query_ids"), extra.get("judged")
-    return output, None, None
-
-
 def check_query_ids(query_ids: object, batch: int, per_query: bool) -> torch.Tensor | None:
     """The ids as a CPU ``int64`` tensor of shape ``(batch,)``, or a ``ValueError``/``TypeError``."""
     if query_ids is None:
@@ -100,6 +80,12 @@ def query_keys(
     if flat:
         return form_ids.detach().to(device="cpu", dtype=torch.int64) if per_query else None
     return check_query_ids(query_ids, form_ids.shape[0], per_query)
+
+
+def flat_ids(output: object, normalized: Normalized) -> torch.Tensor | None:
+    """The query id of each ranked row of a flat ``(preds, target, indexes)`` update, else None."""
+    flat = isinstance(output, Sequence) and not isinstance(output, (str, bytes)) and len(output) == 3
+    return normalized.query_ids if flat else None
 
 
 def gather_per_query(

@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..kernels.inputs import NAN_MESSAGES
+from .devices import warn_of_host_state
 
-__all__ = ["DeferredRefusal", "refusal_error", "refuse_now"]
+__all__ = ["DeferredRefusal", "accumulate_or_refuse", "refusal_error", "refuse_now"]
 
 
 class DeferredRefusal:
@@ -27,9 +28,10 @@ class DeferredRefusal:
     def __init__(self) -> None:
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self) -> DeferredRefusal:
         self.updates = 0  # updates since reset
         self.record: torch.Tensor | None = None  # int64 (3,): code (0: none), update, row
+        return self
 
     def note(self, codes: torch.Tensor) -> torch.Tensor:
         """Records an update's ``(batch,)`` NaN codes; a 0-dim bool: whether it is accepted."""
@@ -84,3 +86,17 @@ def refuse_now(codes: torch.Tensor) -> None:
     code = int(codes.amax()) if codes.numel() else 0
     if code:
         raise ValueError(NAN_MESSAGES[code])
+
+
+def accumulate_or_refuse(metrics: Sequence, ranked, accumulate: Callable, *args) -> None:
+    """Runs ``accumulate(*args)`` for ``metrics`` (one metric, or a group's members, which share
+    one record), refusing a batch whose rows the generic kernels found NaN in (``ranked.refused``):
+    later, on the device, or at once where per-query values are kept (they cannot be taken back)."""
+    warn_of_host_state(metrics, ranked.relevant)
+    codes = ranked.refused
+    if codes is not None and any(metric._keeps_values for metric in metrics):
+        refuse_now(codes)
+    if codes is None or any(metric._keeps_values for metric in metrics):
+        accumulate(*args)
+    else:
+        metrics[0]._refusal.taken_back(metrics, codes, lambda: accumulate(*args))
