@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test check lint format demo bench docs docs-check clean
+.PHONY: install test test-generic check lint format demo bench docs docs-check clean
 
 # The stamp makes a second `make test` on a ready venv skip the installs; it is rebuilt when
 # the project's dependencies or the torch pin change.
@@ -29,6 +29,12 @@ format: $(STAMP)
 # Every test: what CI runs (about 10-12 minutes on a quiet 2-core machine, up to 14 on a busy one).
 test: lint
 	$(BIN)/python -m pytest
+
+# The oracle, order-free and distributed tests a second time on the kernels an accelerator runs
+# (IGNITE_RANKING_KERNELS=generic, docs/performance.md's "GPU"), on the CPU: CI runs it after `test`.
+GENERIC_TESTS := oracles order_free distributed
+test-generic: $(STAMP)
+	IGNITE_RANKING_KERNELS=generic $(BIN)/python -m pytest -q $(GENERIC_TESTS:%=tests/test_%.py)
 
 # A quicker loop while working (under a minute on a quiet 2-core machine; 1 min 20 s measured on
 # a busy one, load 5-6):

@@ -22,15 +22,17 @@ _SPEC.loader.exec_module(trace_path)
 # The most returns each case may make: what the moves of issue 33 reached. The ones left are a
 # metric's own method called back by the form step (metrics/base.py), the ranked batch's type
 # read by the lifecycle and then by the scorers (kernels/batch.py), the tie-settling pass's own
-# top-k (kernels/selection.py), and in a group each member's way through the scorers.
+# top-k (kernels/selection.py), and in a group each member's way through the scorers. Issue 35
+# added one (two in a group): the accumulate step run by the device path's refusal
+# (metrics/refusal.py), which takes its additions back when the batch held NaN.
 MOST_RETURNS = {
-    "mrr_dense": 2,
-    "mrr_dense_ties": 3,
-    "mrr_dense_average": 2,
-    "six_metrics": 29,
-    "mrr_flat": 2,
-    "mrr_sparse": 2,
-    "mrr_retrieved": 2,
+    "mrr_dense": 3,
+    "mrr_dense_ties": 4,
+    "mrr_dense_average": 3,
+    "six_metrics": 31,
+    "mrr_flat": 3,
+    "mrr_sparse": 3,
+    "mrr_retrieved": 3,
 }
 
 

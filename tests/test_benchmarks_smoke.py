@@ -172,3 +172,11 @@ def test_bench_startup_quick(capsys, tmp_path):
     for case in ("ignite-ranking evaluate", "python -c 'import torch'"):
         assert f"| {case} |" in out
     assert "ours - import torch:" in out
+
+
+def test_bench_gpu_runs_every_step_on_the_cpu(capsys, monkeypatch):
+    monkeypatch.setenv("IGNITE_RANKING_KERNELS", "generic")
+    assert load("bench_gpu").main(["--device", "cpu", "--quick", "--no-write"]) == 0
+    table = capsys.readouterr().out
+    assert "| values equal to the CPU's, ties=average | yes |" in table
+    assert "| NaN batch on the device | refused at compute |" in table

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Bpref as Bpref,
         Coverage as Coverage,
         ExpectedExposure as ExpectedExposure,
+        DeviceWarning as DeviceWarning,
         FractionalLabelWarning as FractionalLabelWarning,
         GiniIndex as GiniIndex,
         HitRate as HitRate,

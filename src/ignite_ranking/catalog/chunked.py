@@ -25,6 +25,7 @@ from typing import Union
 import torch
 
 from ..kernels import check_ties
+from ..kernels.backend import host_tuned
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
@@ -260,7 +261,7 @@ def _describe(value: object) -> str:
 
 def _method_for(device: torch.device) -> str:
     """``"filter"`` on the CPU (reads its counts on the host), ``"topk"`` elsewhere (never does)."""
-    return "filter" if device.type == "cpu" else "topk"
+    return "filter" if host_tuned(device) else "topk"
 
 
 # ------------------------------------------------------------------------------------ exclusions

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .backend import host_tuned
 from .ties import TieBlocks
 
 __all__ = [
@@ -62,7 +63,7 @@ def gain(
     """
     labels = labels.to(torch.float64)
     limit = _EXP_SCALE_FROM if gain_function == "exp_rank" else _LINEAR_SCALE_FROM
-    if top is not None and top.device.type == "cpu" and not bool((top > limit).any()):
+    if top is not None and host_tuned(top) and not bool((top > limit).any()):
         top = None  # no row is scaled: the plain gains are the same values, in fewer passes
     if gain_function == "exp_rank":
         if top is None:
@@ -283,6 +284,8 @@ class RankedBatch:
             how many items of the row hold the label of the last held position of the ideal
             ranking (its whole run of equal labels, also beyond ``K``) where that position holds
             a relevant item, else 0; None when not asked for (expected exposure's target).
+        refused: ``(batch,)`` uint8 NaN codes of the rows (:func:`~.inputs.nan_rows`), left by
+            the generic kernels for the metric to refuse later (docs/contract.md); else None.
     """
 
     labels: torch.Tensor | None
@@ -300,6 +303,7 @@ class RankedBatch:
     relevant_within_r: torch.Tensor | None = None
     catalog: torch.Tensor | None = None
     ideal_last_run: torch.Tensor | None = None
+    refused: torch.Tensor | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property

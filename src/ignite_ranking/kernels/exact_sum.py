@@ -18,7 +18,10 @@ How: each ``(rows, columns)`` block of values is split level by level with Rump'
 extraction ``q = fl(r + 1.5 * 2**52 * u) - 1.5 * 2**52 * u`` (``r`` rounded to a multiple of the
 unit ``u``, exactly, while ``|r| <= 2**51 u``) at the units 1, 2**-32 and 2**-64; every level's
 parts are integers of at most 2**31 units, so their float64 column sums are exact for up to 2**21
-rows a block, whatever order the reduction takes. No value is read back to the host.
+rows a block, whatever order the reduction takes. No value is read back to the host. The
+generic kernels (:mod:`.backend`) split every value at once, as ``trunc(v)`` and the high and
+(rounded) low 32 bits of its fraction, into one stacked tensor summed in one pass: the same
+rounding, so the same carried limbs, in a fixed number of launches.
 
 Example:
     >>> import torch
@@ -36,11 +39,14 @@ import math
 
 import torch
 
+from .backend import host_tuned
+
 __all__ = [
     "LIMBS",
     "carry",
     "carry_",
     "from_floats",
+    "host_means",
     "limb_means",
     "limb_sums",
     "limb_totals",
@@ -64,6 +70,8 @@ def limb_sums(values: torch.Tensor) -> torch.Tensor:
     shape = v.shape[1:]
     v = v.reshape(v.shape[0], math.prod(shape))
     rows, columns = v.shape
+    if not host_tuned(v) and 0 < rows <= _ROWS:
+        return carry_(_stacked_sums(v).reshape(*shape, LIMBS))
     out = torch.zeros((columns, LIMBS), dtype=torch.int64, device=v.device)
     width = max(1, _BLOCK // max(1, min(rows, _ROWS)))
     scratch = torch.empty((2, min(rows, _ROWS), min(width, columns)), dtype=torch.float64, device=v.device)
@@ -87,6 +95,18 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
     inside = (block.amax(dim=0) < _BOUND) & (block.amin(dim=0) > -_BOUND)  # False for NaN
     sums[:, -1] = (~inside).to(torch.int64)
     return sums
+
+
+def _stacked_sums(v: torch.Tensor) -> torch.Tensor:
+    """Uncarried ``(columns, LIMBS)`` limbs of ``(rows, columns)`` float64 values (1 to ``_ROWS``
+    rows): the three parts of every value stacked and summed in one reduction."""
+    whole = v.trunc()
+    scaled = (v - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
+    high = scaled.trunc()
+    low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
+    parts = torch.stack((whole, high, low), dim=-1).sum(dim=0)
+    flagged = torch.where(v.abs().amax(dim=0) < _BOUND, 0.0, 1.0)  # 1.0 for NaN
+    return torch.cat((parts, flagged[:, None]), dim=1).to(torch.int64)
 
 
 def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -167,8 +187,17 @@ def limb_totals(sums: torch.Tensor) -> list[int | None]:
 
 def limb_means(sums: torch.Tensor, count: int) -> list[float]:
     """The means ``sum / count`` of ``(c, LIMBS)`` sums, each correctly rounded to float64."""
+    return host_means(sums.reshape(-1).tolist(), count)
+
+
+def host_means(limbs: list[int], count: int) -> list[float]:
+    """:func:`limb_means` of sums already read to the host: their limbs, flattened."""
     scale = count << 64
-    return [math.nan if total is None else total / scale for total in limb_totals(sums)]
+    rows = (limbs[i : i + LIMBS] for i in range(0, len(limbs), LIMBS))
+    return [
+        math.nan if flags else ((whole << 64) + (high << 32) + low) / scale
+        for whole, high, low, flags in rows
+    ]
 
 
 def from_floats(totals: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .backend import host_tuned
 from .ties import TieBlocks
 
 __all__ = ["expected_average_precision", "expected_hit_rate", "expected_reciprocal_rank"]
@@ -40,7 +41,7 @@ def _first_relevant_block(blocks: TieBlocks):
     slot = torch.where(ranked.any(dim=1, keepdim=True), block_id.gather(1, first), block_id[:, -1:])
     pick = lambda values: values.gather(1, slot).squeeze(1)  # noqa: E731
     sizes = blocks.block_size
-    if sizes.device.type == "cpu" and slot.numel():  # only the slots up to the first relevant
+    if host_tuned(sizes) and slot.numel():  # only the slots up to the first relevant
         sizes = sizes[:, : int(slot.max()) + 1]
     relevant = pick(blocks.block_relevant)
     return relevant > 0, pick(torch.cumsum(sizes, dim=1).sub_(sizes)), pick(blocks.block_size), relevant
@@ -64,7 +65,7 @@ def _offsets_wanted(blocks: TieBlocks, found: torch.Tensor, size: torch.Tensor) 
     """How many offsets into the first relevant blocks matter: the ranked depth, or on CPU the
     largest such block (usually far smaller; a device would synchronize to read it)."""
     depth = blocks.block_id.shape[1]
-    if size.device.type != "cpu" or size.numel() == 0:
+    if not host_tuned(size) or size.numel() == 0:
         return depth
     return max(1, min(depth, int(torch.where(found, size, 0.0).max())))
 

@@ -18,6 +18,7 @@ import math
 
 import torch
 
+from .backend import host_tuned
 from .batch import IdealLevels
 from .chunks import row_slices
 
@@ -52,7 +53,7 @@ def relevant_largest(
     None: the kernel takes the top-k.
     """
     batch, num_items = labels.shape
-    if not threshold > 0 or width == 0 or batch == 0 or labels.device.type != "cpu" or labels.stride(1) != 1:
+    if not threshold > 0 or width == 0 or batch == 0 or not host_tuned(labels) or labels.stride(1) != 1:
         return None
     limit = batch * width // _SPARSE_SHARE
     runs = num_items // _RUN

@@ -9,12 +9,14 @@ import numpy as np
 import torch
 
 __all__ = [
+    "NAN_MESSAGES",
     "ArgumentTypeError",
     "check_flag",
     "check_inputs",
     "check_threshold",
     "comparable_labels",
     "count_relevant",
+    "nan_rows",
     "normalize_top_k",
     "refuse_nan",
 ]
@@ -95,25 +97,56 @@ def refuse_nan(
     *,
     scores_seen: torch.Tensor | None = None,
     labels_seen: torch.Tensor | None = None,
-) -> None:
+    defer: bool = False,
+) -> torch.Tensor | None:
     """Raises ``ValueError`` if ``y_pred`` or floating labels ``y`` hold NaN (scores first).
 
     ``scores_seen`` / ``labels_seen``: a tensor the caller already computed from the scores /
     labels that holds a NaN whenever they do (``torch.topk``'s best value of each row, which a
     NaN takes; the labels' row maxima): read instead of the whole tensor. Otherwise one
     reduction per row reads it (``amax`` propagates NaN).
+
+    With ``defer``, nothing is read on the host and nothing raised: the :func:`nan_rows` codes
+    are returned for the caller to refuse later (:data:`NAN_MESSAGES`); otherwise None.
     """
     if y_pred.numel() == 0:
-        return
+        return None
+    if defer:
+        return nan_rows(y_pred, y, scores_seen=scores_seen, labels_seen=labels_seen)
     labels_nan = y.is_floating_point() and bool(
         torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen).any()
     )
     # A NaN label found on the way: the scores are read whole first, so that the message is the
     # one a full check gives.
     if bool(torch.isnan(y_pred.amax(dim=1) if scores_seen is None or labels_nan else scores_seen).any()):
-        raise ValueError("y_pred must not contain NaN; mask items with -inf instead.")
+        raise ValueError(NAN_MESSAGES[2])
     if labels_nan:
-        raise ValueError("y must not contain NaN labels.")
+        raise ValueError(NAN_MESSAGES[1])
+    return None
+
+
+NAN_MESSAGES = {
+    2: "y_pred must not contain NaN; mask items with -inf instead.",
+    1: "y must not contain NaN labels.",
+}
+"""The refusals of :func:`refuse_nan` by the code :func:`nan_rows` gives them."""
+
+
+def nan_rows(
+    y_pred: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    scores_seen: torch.Tensor | None = None,
+    labels_seen: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``(batch,)`` uint8 codes, read on the device: 2 for a row with a NaN score, else 1 for a
+    row with a NaN label, else 0 (``scores_seen``, ``labels_seen`` as :func:`refuse_nan`)."""
+    codes = torch.isnan(y_pred.amax(dim=1) if scores_seen is None else scores_seen).to(torch.uint8).mul_(2)
+    if y.is_floating_point():
+        codes = codes.maximum(
+            torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen).to(torch.uint8)
+        )
+    return codes
 
 
 def _check_readable(name: str, value: torch.Tensor) -> None:

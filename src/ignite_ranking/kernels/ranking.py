@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots
 from .chunks import row_slices, rows_per_chunk
@@ -331,7 +332,9 @@ def rank_batch(
 
     NaN scores or labels are refused here (:func:`~ignite_ranking.kernels.inputs.refuse_nan`),
     read off passes the kernel makes anyway where it can: the best score of each row from the
-    top-k, the labels' row maxima from the relevant counts or the ideal labels.
+    top-k, the labels' row maxima from the relevant counts or the ideal labels. The generic
+    kernels (:mod:`.backend`) raise nothing: the rows' NaN codes go in ``RankedBatch.refused``
+    for the caller to refuse without a synchronization.
 
     Args:
         y_pred: ``(batch, num_items)`` scores, already checked by
@@ -357,6 +360,7 @@ def rank_batch(
             it (the catalog measures).
     """
     keep_labels = labels
+    defer = not host_tuned(y_pred)
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
     depth = min(depth, y.shape[1])
@@ -386,8 +390,11 @@ def rank_batch(
     if ties in _BY_LABEL and labels is None:
         raise ValueError(f"ties={ties!r} orders tied items by label, so labels are needed.")
 
+    refused = []  # the generic kernels' NaN codes, refused later by the metric
+
     def check_nan(scores_seen):
-        refuse_nan(y_pred, y, scores_seen=scores_seen, labels_seen=labels_seen)
+        codes = refuse_nan(y_pred, y, scores_seen=scores_seen, labels_seen=labels_seen, defer=defer)
+        refused.append(codes)
 
     if _by_sort(depth, y.shape[1]):
         check_nan(None)
@@ -407,6 +414,7 @@ def rank_batch(
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     batch.ideal_levels = levels
     batch.catalog = torch.full((y.shape[0],), float(y.shape[1]), dtype=torch.float64, device=y.device)
+    batch.refused = refused[0] if refused else None
     if last_run and ideal:
         batch.ideal_last_run = ideal_last_run(batch, labels)
     return batch

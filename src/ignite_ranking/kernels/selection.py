@@ -27,6 +27,7 @@ import sys
 import numpy as np
 import torch
 
+from .backend import host_tuned
 from .chunks import rows_per_chunk
 
 __all__ = ["sort_descending", "top_k_rows"]
@@ -50,7 +51,7 @@ def top_k_rows(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     ``torch.topk`` as it is.
     """
     batch, num_items = values.shape
-    if values.device.type != "cpu" or batch == 0 or k == 0:
+    if not host_tuned(values) or batch == 0 or k == 0:
         return torch.topk(values, k, dim=1)
     size = _group_size(num_items, k)
     if size:
@@ -124,7 +125,7 @@ def sort_descending(key: torch.Tensor, stable: bool = True) -> tuple[torch.Tenso
     ``stable`` says. Other keys and devices take ``torch.sort``.
     """
     num_items = key.shape[1]
-    if key.device.type != "cpu" or key.dtype not in _NARROW_KEYS or key.numel() == 0 or num_items >= 1 << 32:
+    if not host_tuned(key) or key.dtype not in _NARROW_KEYS or key.numel() == 0 or num_items >= 1 << 32:
         return key.sort(dim=1, descending=True, stable=stable)
     columns = torch.arange(num_items, dtype=torch.int64)
     packed = torch.bitwise_not(key).to(torch.int64).contiguous().bitwise_left_shift_(32).bitwise_or_(columns)

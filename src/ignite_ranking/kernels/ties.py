@@ -23,6 +23,7 @@ from typing import Protocol
 
 import torch
 
+from .backend import host_tuned
 from .boundary import GainOf
 
 __all__ = [
@@ -187,7 +188,7 @@ class TieBlocks:
 
 def block_slots(block_id: torch.Tensor) -> int:
     """How many block slots the rows of ``block_id`` use: their most blocks on CPU, else K."""
-    if block_id.device.type != "cpu" or block_id.numel() == 0:
+    if not host_tuned(block_id) or block_id.numel() == 0:
         return block_id.shape[1]
     return int(block_id[:, -1].max()) + 1
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .backend import host_tuned
 from .boundary import row_chunks
 from .chunks import rows_per_chunk
 
@@ -79,7 +80,7 @@ def relevant_within_r(
 
 def _rth_largest(scores: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     """``(batch,)``: the ``r[i]``-th largest score of each row ``i`` (``1 <= r[i] <= num_items``)."""
-    if scores.device.type == "cpu" and scores.shape[1] >= _PARTITION_FROM:
+    if host_tuned(scores) and scores.shape[1] >= _PARTITION_FROM:
         return _by_partition(scores, r)
     return _by_sort(scores, r)
 

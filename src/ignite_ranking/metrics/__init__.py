@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         PrecisionIA as PrecisionIA,
         SubtopicRecall as SubtopicRecall,
     )
+    from .devices import DeviceWarning as DeviceWarning
     from .expected_exposure import ExpectedExposure as ExpectedExposure
     from .exposure import Coverage as Coverage, GiniIndex as GiniIndex, ShannonEntropy as ShannonEntropy
     from .group import RankingMetrics as RankingMetrics

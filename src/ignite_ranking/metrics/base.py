@@ -18,7 +18,7 @@ from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_red
 
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import RankedBatch, check_flag, normalize_top_k
-from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
+from ..kernels.exact_sum import LIMBS, carry_, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
@@ -39,6 +39,8 @@ from .options import (
     refuse_empty_rows,
 )
 from .per_query import PerQuery, aggregate, flat_ids, gather_per_query, keep_per_query, query_keys
+from .readout import means_of, reduced_state
+from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import (
     LoadedState,
     assign_state,
@@ -273,6 +275,7 @@ class RankingMetric(Metric):
             self._label_notes.reset()
         else:
             self._label_notes = LabelNotes()
+        self._refusal = self._refusal.reset() if "_refusal" in self.__dict__ else DeferredRefusal()
 
     def _reset_per_query(self) -> None:
         self._query_values: list[torch.Tensor] = []
@@ -300,9 +303,13 @@ class RankingMetric(Metric):
         ids = query_keys(output, query_ids, normalized.query_ids, self._per_query)
         self.check_ranked(normalized.ranked)
         self.refuse_empty(normalized.ranked, flat_ids(output, normalized))
-        self.accumulate(normalized.ranked, query_ids=ids)
+        accumulate_or_refuse([self], normalized.ranked, self.accumulate, normalized.ranked, ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, self._notes_owner)
+
+    def check(self) -> None:
+        """Raises the error of a batch refused since ``reset`` on the device path (docs/contract.md)."""
+        self._refusal.check()
 
     def close_held(self) -> None:
         """Counts the flat form's held-back query as complete (``compute`` does this first)."""
@@ -474,16 +481,9 @@ class RankingMetric(Metric):
             gathered = self._gather()
             if not (isinstance(self.aggregation, str) and self.aggregation == "mean"):
                 return aggregate(self, gathered)  # of every process's counted values
-        return self._mean()
+        return means_of(self, self._reduced_state().tolist())
 
-    @sync_all_reduce("_sum_per_k", "_num_examples")
-    def _mean(self) -> list[float] | float:
-        if self._num_examples.item() == 0:
-            raise self._label_notes.not_computable(
-                type(self).__name__, self.relevance_threshold, self.count_rule
-            )
-        means = limb_means(self._sum_per_k[: self.num_values], int(self._num_examples.item()))
-        return means if self.top_k is not None else means[0]
+    _reduced_state = reduced_state  # the sums, count and refusal record, reduced: one tensor
 
     def interval(self) -> list[tuple[float, float]] | tuple[float, float]:
         """Student t confidence intervals of the means, ``(low, high)`` per value of :meth:`compute`.

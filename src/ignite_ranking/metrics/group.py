@@ -27,6 +27,8 @@ from .intervals import bounds_by_name
 from .label_notes import LabelNotes
 from .options import check_empty_target_action, resolve_empty_target_action
 from .per_query import PerQuery, flat_ids, query_keys
+from .readout import means_of
+from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import check_tensors
 
 __all__ = ["RankingMetrics"]
@@ -108,8 +110,10 @@ class RankingMetrics(MetricGroup):
                 metric._per_query = True
         # One set of notes for the group: it warns once, and each member's error reads it.
         self._label_notes = LabelNotes()
+        self._refusal = DeferredRefusal()
         for metric in merged.values():
             metric._label_notes = self._label_notes
+            metric._refusal = self._refusal
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
 
     def reset(self) -> None:
@@ -133,8 +137,8 @@ class RankingMetrics(MetricGroup):
         unguard_sampler(self, engine)
 
     def update(self, output: Sequence[torch.Tensor] | Retrieved) -> None:
-        output, query_ids, judged = split_extras(output)
         members = list(self.metrics.values())
+        output, query_ids, judged = split_extras(output)
         normalized = normalize_judged(
             output,
             self._ranking,
@@ -150,7 +154,7 @@ class RankingMetrics(MetricGroup):
         names = flat_ids(output, normalized)
         for metric in members:  # every member's refusal before any member's state changes
             metric.refuse_empty(normalized.ranked, names)
-        self._accumulate(normalized.ranked, ids)
+        accumulate_or_refuse(members, normalized.ranked, self._accumulate, normalized.ranked, ids)
         self._held = normalized.held
         self._label_notes.note(output, normalized.ranked, self._notes_owner)
 
@@ -230,11 +234,17 @@ class RankingMetrics(MetricGroup):
             self._label_notes.note(None, ranked, self._notes_owner)
             self._held = None
 
+    def check(self) -> None:
+        """Raises the ``ValueError`` of a batch refused since ``reset`` on the device path, if
+        any (see :meth:`ignite_ranking.MRR.check`)."""
+        self._refusal.check()
+
     def compute(self) -> dict[str, float]:
         self._flush_held()
         results: dict[str, float] = {}
+        means = _plain_means(self.metrics.values())
         for name, metric in self.metrics.items():
-            value = metric.compute()
+            value = means[id(metric)] if id(metric) in means else metric.compute()
             if isinstance(value, Mapping):  # several values per cutoff (ExpectedExposure)
                 results.update({name + own[len(metric.name) :]: v for own, v in value.items()})
             elif metric.top_k is None:
@@ -418,6 +428,21 @@ def _applies(metric: RankingMetric, key: str) -> bool:
     if key == "empty_target_action":
         key = "ignore_zero_hits"
     return key in metric._settings_keys
+
+
+def _plain_means(members) -> dict:
+    """The means of the members that :meth:`RankingMetric.compute` computes from their sums
+    alone, each member's reduced state read to the host in one transfer for all of them."""
+    plain = [m for m in members if type(m).compute is RankingMetric.compute and not m._keeps_values]
+    if not plain:
+        return {}
+    states = [m._reduced_state() for m in plain]
+    read = torch.cat([s.to(states[0].device) for s in states]).tolist()
+    means, start = {}, 0
+    for metric, state in zip(plain, states, strict=True):
+        means[id(metric)] = means_of(metric, read[start : start + state.numel()])
+        start += state.numel()
+    return means
 
 
 def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:

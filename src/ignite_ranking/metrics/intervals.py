@@ -41,7 +41,9 @@ def _t_interval(total: int | None, squares: int | None, count: int, quantile: fl
 
 
 def t_intervals(metric) -> list[tuple[float, float]] | tuple[float, float]:
-    """``metric``'s intervals from its (reduced) sums and count (see ``RankingMetric.interval``)."""
+    """``metric``'s intervals from its (reduced) sums and count (see ``RankingMetric.interval``),
+    after a refusal recorded on the device path (:mod:`.refusal`)."""
+    metric._refusal.check()
     count = int(metric._num_examples.item())
     if count == 0:
         raise NotComputableError(f"{type(metric).__name__} must have at least one query before interval().")

@@ -23,6 +23,7 @@ import torch
 from ignite.exceptions import NotComputableError
 
 from ..kernels import RankedBatch
+from ..kernels.backend import host_tuned
 from ..kernels.forms import Retrieved
 from ..kernels.inputs import comparable_labels
 
@@ -103,7 +104,7 @@ class LabelNotes:
             self.checked = True
             self._warn_of_fractions(labels, owner, threshold)
         none_relevant = ranked.num_relevant.amax() <= 0 if ranked.num_relevant.numel() else torch.tensor(True)
-        if labels.device.type == "cpu" and not bool(none_relevant):
+        if host_tuned(labels) and not bool(none_relevant):
             return
         largest = torch.where(none_relevant, labels.amax().to(torch.float64), -math.inf)
         self.largest = (
