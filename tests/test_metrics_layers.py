@@ -9,7 +9,18 @@ import pytest
 
 METRICS = Path(__file__).resolve().parents[1] / "src" / "ignite_ranking" / "metrics"
 # The base imports these; none of them imports the base, a metric or the group (no cycle).
-BELOW_THE_BASE = ["batches", "cutoff_tail", "intervals", "label_notes", "options", "per_query", "state"]
+BELOW_THE_BASE = [
+    "attached",
+    "batches",
+    "cutoff_tail",
+    "intervals",
+    "label_notes",
+    "options",
+    "per_query",
+    "publishing",
+    "resume",
+    "state",
+]
 ABOVE = {"base", "group", "single_value"}
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from ignite.engine import Engine
-from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
+from ignite.metrics.metric import EpochWise, MetricUsage, reinit__is_reduced, sync_all_reduce
 
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import RankedBatch, check_flag, normalize_top_k
@@ -22,6 +22,7 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_means, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
+from .attached import EngineMetric
 from .batches import flat_ids, normalize_judged
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
@@ -60,7 +61,7 @@ __all__ = [
 _WHOLE_ROW = sys.maxsize // 2
 
 
-class RankingMetric(Metric):
+class RankingMetric(EngineMetric):
     """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
     A subclass sets ``name``, implements :meth:`score` (or :meth:`score_at`), and declares what
