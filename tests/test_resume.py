@@ -6,6 +6,8 @@ fresh evaluator and metric loaded from it, run on data that differ in one respec
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from ignite.engine import Engine, Events
@@ -150,3 +152,13 @@ def test_the_sampler_yields_the_rest_until_told_otherwise():
     with pytest.raises(TypeError, match="consumed must be an int"):
         sampler.resume_after(1.0)
     assert torch.equal(torch.tensor(list(sampler)), torch.arange(5, 10))
+
+
+def test_a_state_saved_after_the_epoch_loads_without_a_position_or_warning(saved):
+    evaluator, metric, loader = make("dense", "single", dataset("dense", 1))
+    evaluator.run(loader)
+    state = metric.state_dict()
+    assert "_engine_position" not in state["__metric_state_per_rank"][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _resume({"metric": state}, objects=("metric",)) == saved[1]

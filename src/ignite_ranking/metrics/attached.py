@@ -53,12 +53,14 @@ class EngineMetric(Metric):
 
     def completed(self, engine: Engine, name: str) -> None:
         super().completed(engine, name)
-        if engine.last_event_name == Events.EPOCH_COMPLETED:
+        if engine.last_event_name == Events.EPOCH_COMPLETED:  # a state saved from now on is whole
             end_epoch(engine)
+            self._engine_position = None
 
     def state_dict(self) -> OrderedDict:
-        """As ignite's (one state per process, all-gathered); inside an engine's epoch, each also
-        holds the engine's position in it, which a resumed epoch checks."""
+        """As ignite's (one state per process, all-gathered); during an engine's epoch (until its
+        ``EPOCH_COMPLETED``), each also holds the engine's position in it, which a resumed epoch
+        checks."""
         state = self._state_dict_per_rank()
         position = saved_position(self)
         if position is not None:
