@@ -19,7 +19,15 @@ from ignite.metrics import Metric
 from ignite.metrics.metric import EpochWise, MetricUsage
 
 from .publishing import check_keys, refuse_running_average
-from .resume import POSITION, end_epoch, loaded_position, per_rank_state, saved_position, start_epoch
+from .resume import (
+    PER_RANK,
+    POSITION,
+    end_epoch,
+    loaded_position,
+    per_rank_state,
+    saved_position,
+    start_epoch,
+)
 
 __all__ = ["EngineMetric"]
 
@@ -66,7 +74,7 @@ class EngineMetric(Metric):
         if position is not None:
             state[POSITION] = position
         states = idist.all_gather(state) if idist.get_world_size() > 1 else [state]
-        return OrderedDict([("__metric_state_per_rank", states)])
+        return OrderedDict([(PER_RANK, states)])
 
     def load_state_dict(self, state_dict: Mapping) -> None:
         """As ignite's; a state saved on another number of processes is refused, saying why, and

@@ -26,6 +26,7 @@ from ..distributed import EvaluationSampler
 
 __all__ = [
     "NOTHING_LOADED",
+    "PER_RANK",
     "POSITION",
     "batches_done",
     "describe",
@@ -41,7 +42,7 @@ POSITION = "_engine_position"
 # What a metric holds as its loaded position when no state was loaded since its last epoch.
 NOTHING_LOADED = "nothing loaded"
 # Ignite's key of the per-process states in Metric.state_dict().
-_PER_RANK = "__metric_state_per_rank"
+PER_RANK = "__metric_state_per_rank"
 _RECIPE = (
     "DataLoader(dataset, batch_size=..., sampler=EvaluationSampler(dataset)) (from "
     "ignite_ranking.distributed; it works on one process too)"
@@ -90,12 +91,12 @@ def per_rank_state(owner: str, state_dict: object) -> dict:
     """This process's entry of ``state_dict`` (a copy), refusing another number of processes."""
     if not isinstance(state_dict, Mapping):
         raise TypeError(f"state_dict must be a mapping, got {type(state_dict).__name__}.")
-    if set(state_dict) != {_PER_RANK} or not isinstance(state_dict[_PER_RANK], (list, tuple)):
+    if set(state_dict) != {PER_RANK} or not isinstance(state_dict[PER_RANK], (list, tuple)):
         raise ValueError(
-            f"state_dict must be what {owner}.state_dict() returns, a mapping of {_PER_RANK!r} to a list of "
+            f"state_dict must be what {owner}.state_dict() returns, a mapping of {PER_RANK!r} to a list of "
             f"per-process states; got the keys {list(state_dict)}."
         )
-    states, world = state_dict[_PER_RANK], idist.get_world_size()
+    states, world = state_dict[PER_RANK], idist.get_world_size()
     if len(states) != world:
         raise ValueError(
             f"{owner}: state_dict holds the states of {len(states)} process(es) and this run has {world}. "
@@ -105,7 +106,7 @@ def per_rank_state(owner: str, state_dict: object) -> dict:
         )
     state = states[idist.get_rank()]
     if not isinstance(state, Mapping):
-        raise TypeError(f"state_dict[{_PER_RANK!r}] must hold mappings, got {type(state).__name__}.")
+        raise TypeError(f"state_dict[{PER_RANK!r}] must hold mappings, got {type(state).__name__}.")
     return dict(state)
 
 
