@@ -35,7 +35,7 @@ def dataset(form: str, world: int, rows: int | None = None, seed: int = 0) -> Te
         judged = torch.rand(rows, ITEMS, generator=g) < 0.3
         labels = torch.randint(0, 3, (rows, ITEMS), generator=g) * judged
         return TensorDataset(scores, labels)
-    ids, query, start = [], 0, 0
+    ids, query = [], 0
     for rank in range(world):  # whole queries of 1..4 rows inside each shard
         shard = len(EvaluationSampler(range(rows), num_replicas=world, rank=rank))
         left = shard
@@ -43,7 +43,6 @@ def dataset(form: str, world: int, rows: int | None = None, seed: int = 0) -> Te
             length = min(left, int(torch.randint(1, 5, (), generator=g)))
             ids += [query] * length
             query, left = query + 1, left - length
-        start += shard
     scores = torch.randint(0, 5, (rows,), generator=g).to(torch.float32) / 4
     labels = torch.randint(0, 3, (rows,), generator=g) * (torch.rand(rows, generator=g) < 0.4)
     return TensorDataset(scores, labels, torch.tensor(ids))
