@@ -10,6 +10,7 @@ import pytest
 METRICS = Path(__file__).resolve().parents[1] / "src" / "ignite_ranking" / "metrics"
 # The base imports these; none of them imports the base, a metric or the group (no cycle).
 BELOW_THE_BASE = [
+    "attached",
     "batches",
     "cutoff_tail",
     "devices",
@@ -17,8 +18,10 @@ BELOW_THE_BASE = [
     "label_notes",
     "options",
     "per_query",
+    "publishing",
     "readout",
     "refusal",
+    "resume",
     "state",
 ]
 ABOVE = {"base", "group", "single_value"}

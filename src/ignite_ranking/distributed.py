@@ -77,6 +77,10 @@ class EvaluationSampler(DistributedSampler):
     run a different number of batches, which the metrics allow (their one collective is in
     ``compute()``); per-batch collectives of your own would wait for a batch that never comes.
 
+    An evaluation resumed from a checkpoint in the middle of an epoch reads only the indices
+    that the interrupted run had not consumed: the ranking metrics attached to the engine call
+    :meth:`resume_after` at the start of each epoch (see :doc:`/distributed`, "Resuming").
+
     Args:
         data_source: the data set (anything with ``len()``); its size is read here, as
             ``DistributedSampler`` does, and checked again when the sampler is iterated.
@@ -125,6 +129,19 @@ class EvaluationSampler(DistributedSampler):
         # data set's size as the total over all ranks.
         self.num_samples = self.stop - self.start
         self.total_size = size
+        self.consumed = 0
+
+    def resume_after(self, consumed: int) -> None:
+        """Makes the iterators yield this rank's indices after its first ``consumed`` (0: all).
+
+        It holds until the next call; the metrics attached to an engine call it at the start of
+        each epoch (0 for a fresh one) and at its end (0).
+        """
+        if not isinstance(consumed, numbers.Integral) or isinstance(consumed, bool):
+            raise TypeError(f"consumed must be an int, got {consumed!r} of type {type(consumed).__name__}.")
+        if not 0 <= consumed <= self.num_samples:
+            raise ValueError(f"consumed must be in [0, {self.num_samples}] (its share), got {consumed}.")
+        self.consumed = int(consumed)
 
     def __iter__(self) -> Iterator[int]:
         if len(self.dataset) != self.total_size:
@@ -132,7 +149,7 @@ class EvaluationSampler(DistributedSampler):
                 f"the data set had {self.total_size} samples when the EvaluationSampler was built and "
                 f"has {len(self.dataset)} now; build the sampler again so that the shards cover it."
             )
-        return iter(range(self.start, self.stop))
+        return iter(range(self.start + self.consumed, self.stop))
 
     def __len__(self) -> int:
         return self.num_samples
@@ -140,7 +157,8 @@ class EvaluationSampler(DistributedSampler):
     def __repr__(self) -> str:
         return (
             f"EvaluationSampler(indices {self.start}..{self.stop - 1} of {self.total_size}, "
-            f"rank={self.rank}, num_replicas={self.num_replicas})"
+            f"rank={self.rank}, num_replicas={self.num_replicas}"
+            + (f", after the first {self.consumed})" if self.consumed else ")")
         )
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 from ignite.engine import Engine
-from ignite.metrics.metric import EpochWise, Metric, MetricUsage, reinit__is_reduced, sync_all_reduce
+from ignite.metrics.metric import EpochWise, MetricUsage, reinit__is_reduced, sync_all_reduce
 
 from ..distributed import guard_sampler, unguard_sampler
 from ..kernels import RankedBatch, check_flag, normalize_top_k
@@ -22,6 +22,7 @@ from ..kernels.exact_sum import LIMBS, carry_, limb_sums
 from ..kernels.forms import FlatRows, Ranking, Retrieved, check_ignore_index, flush
 from ..kernels.judged import condense
 from ..kernels.ties import AskedCutoffs
+from .attached import EngineMetric
 from .batches import normalize_judged, split_extras
 from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
@@ -69,7 +70,7 @@ __all__ = [
 _WHOLE_ROW = sys.maxsize // 2  # a depth that makes the kernel rank every item of a row
 
 
-class RankingMetric(Metric):
+class RankingMetric(EngineMetric):
     """Base of the ranking metrics: exact per-cutoff sums and an int64 query count.
 
     A subclass sets ``name``, implements :meth:`score` (or :meth:`score_at`), and declares what
@@ -418,8 +419,7 @@ class RankingMetric(Metric):
         """The empty sums: ``(rows, LIMBS)`` int64 fixed-point limbs."""
         return torch.zeros((self._sum_rows, LIMBS), dtype=torch.int64, device=self._device)
 
-    # A group sets a list here during its update: members' values wait in it and the group sums
-    # them in one pass (group.py's ``add_pending_sums``), the same limbs as one pass each.
+    # A group's update sets a list: members' values wait in it for one pass (add_pending_sums).
     _pending_sums: list | None = None
 
     def _sum_values(self, values: torch.Tensor) -> None:

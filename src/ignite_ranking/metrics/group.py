@@ -20,6 +20,7 @@ from ..kernels.forms import (
     flush,
 )
 from ..kernels.held import held_from_state, held_to_state
+from .attached import EngineMetric
 from .base import RankingMetric, ranking_of
 from .batches import normalize_judged, split_extras
 from .diversity import SubtopicMetric
@@ -27,6 +28,7 @@ from .intervals import bounds_by_name
 from .label_notes import LabelNotes
 from .options import check_empty_target_action, resolve_empty_target_action
 from .per_query import PerQuery, flat_ids, query_keys
+from .publishing import check_result_mode
 from .readout import means_of
 from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import check_tensors
@@ -34,7 +36,7 @@ from .state import check_tensors
 __all__ = ["RankingMetrics"]
 
 
-class RankingMetrics(MetricGroup):
+class RankingMetrics(EngineMetric, MetricGroup):
     """A group of ranking metrics that ranks each batch once for all of its members.
 
     Attached to an engine, it publishes one scalar per member and cutoff in
@@ -65,6 +67,13 @@ class RankingMetrics(MetricGroup):
             only if it is the same action. A member that set another value itself is refused,
             naming it; members to which a setting does not apply (Coverage and GiniIndex count
             every list; they and GAUC pool their queries, so they have no interval) keep theirs.
+        metrics_result_mode: what an engine's ``state.metrics`` gets, as ignite's ``Metric`` takes
+            it: ``"both"`` (ignite's default) each scalar under its own name and the dict under
+            the name the group is attached with; ``"flatten"`` the scalars only, each once, for
+            loggers given ``metric_names="all"``; ``"named"`` the dict only (its intervals in
+            it), which loggers log as ``"{name}/mrr@10"``: a prefix that keeps two groups on one
+            engine apart. Two ranking metrics attached to one engine that would publish the
+            same key are refused at attach.
 
     With ``confidence`` (say 0.95), :meth:`interval` gives every member's Student t interval, and
     an engine's ``state.metrics`` also gets ``"{member}@{k}_low"`` and ``"{member}@{k}_high"``.
@@ -91,6 +100,7 @@ class RankingMetrics(MetricGroup):
         ignore_zero_hits: bool | None = None,
         confidence: float | None = None,
         empty_target_action: str | None = None,
+        metrics_result_mode: str = "both",
         **members: RankingMetric,
     ):
         merged = _members(metrics, members)
@@ -115,6 +125,7 @@ class RankingMetrics(MetricGroup):
             metric._label_notes = self._label_notes
             metric._refusal = self._refusal
         super().__init__(merged, output_transform=output_transform, skip_unrolling=skip_unrolling)
+        self._metrics_result_mode = check_result_mode(metrics_result_mode)
 
     def reset(self) -> None:
         self._held = None
@@ -209,7 +220,9 @@ class RankingMetrics(MetricGroup):
     def completed(self, engine, name: str) -> None:
         """As ignite's; with members' ``confidence``, also publishes ``"{member}@{k}_low"``/``_high``."""
         super().completed(engine, name)
-        engine.state.metrics.update(bounds_by_name(self.interval()))
+        bounds = bounds_by_name(self.interval())
+        named = self._metrics_result_mode == "named"
+        (engine.state.metrics[name] if named else engine.state.metrics).update(bounds)
 
     def _accumulate(self, ranked, ids) -> None:
         """Every member adds the ranked batch; their values are summed in one pass."""

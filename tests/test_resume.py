@@ -1,0 +1,164 @@
+"""A resume that cannot be exact is refused, naming what differs; the warnings of the other cases.
+
+One process: a checkpoint of the evaluator and its metric taken at iteration 3 of 7, then a
+fresh evaluator and metric loaded from it, run on data that differ in one respect each time.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from ignite.engine import Engine, Events
+from ignite.handlers import Checkpoint
+from resume_cases import dataset, make
+from torch.utils.data import DataLoader
+
+from ignite_ranking import MAP, MRR
+from ignite_ranking.distributed import EvaluationSampler
+
+
+def _checkpoint(kind="single", form="dense", **make_args):
+    """The objects' states after 3 of 7 batches, as Checkpoint saves them, and the full result."""
+    evaluator, metric, loader = make(form, kind, dataset(form, 1), **make_args)
+    saved = {}
+
+    @evaluator.on(Events.ITERATION_COMPLETED(once=3))
+    def save(engine):
+        saved.update(metric=metric.state_dict(), evaluator=engine.state_dict())
+
+    evaluator.run(loader)
+    return saved, dict(evaluator.state.metrics)
+
+
+def _resume(saved, data=None, batch_size=4, sampler=True, kind="single", objects=("metric", "evaluator")):
+    data = dataset("dense", 1) if data is None else data
+    evaluator, metric, loader = make("dense", kind, data, batch_size=batch_size, sampler=sampler)
+    to_load = {"metric": metric, "evaluator": evaluator}
+    Checkpoint.load_objects({name: to_load[name] for name in objects}, saved)
+    evaluator.run(loader)
+    return dict(evaluator.state.metrics)
+
+
+@pytest.fixture(scope="module")
+def saved():
+    return _checkpoint()
+
+
+def test_the_resume_is_exact(saved):
+    checkpoint, expected = saved
+    assert _resume(checkpoint) == expected
+
+
+@pytest.mark.parametrize(
+    ("change", "differing"),
+    [
+        ({"data": dataset("dense", 1, rows=24)}, "dataset_size (saved 25, here 24)"),
+        ({"batch_size": 5}, "batch_size (saved 4, here 5)"),
+        ({"sampler": False}, "sampler (saved 'EvaluationSampler', here 'SequentialSampler')"),
+    ],
+)
+def test_other_data_are_refused_naming_what_differs(saved, change, differing):
+    with pytest.raises(ValueError, match="saved over other data") as error:
+        _resume(saved[0], **change)
+    assert differing in str(error.value)
+
+
+def test_other_metric_settings_are_refused(saved):
+    evaluator = Engine(lambda engine, batch: batch)
+    other = MAP([3, 10])
+    other.attach(evaluator, "map")
+    with pytest.raises(ValueError, match=r"other settings.*top_k \(saved \[3, 5\], here \[3, 10\]\)"):
+        Checkpoint.load_objects({"metric": other, "evaluator": evaluator}, saved[0])
+
+
+def test_another_number_of_processes_is_refused_at_load(saved):
+    states = saved[0]["metric"]["__metric_state_per_rank"]
+    two = {"__metric_state_per_rank": [states[0], states[0]]}
+    metric = MAP([3, 5])
+    with pytest.raises(ValueError, match=r"states of 2 process\(es\) and this run has 1.*resume on 2"):
+        metric.load_state_dict(two)
+
+
+def test_data_that_restart_from_the_first_batch_are_refused():
+    data = [tuple(t[i : i + 4] for t in dataset("dense", 1).tensors) for i in range(0, 25, 4)]
+    evaluator = Engine(lambda engine, batch: batch)
+    metric = MRR([5])
+    metric.attach(evaluator, "mrr")
+    saved = {}
+    evaluator.add_event_handler(
+        Events.ITERATION_COMPLETED(once=2), lambda e: saved.update(m=metric.state_dict(), e=e.state_dict())
+    )
+    evaluator.run(data)
+    fresh, engine = MRR([5]), Engine(lambda engine, batch: batch)
+    fresh.attach(engine, "mrr")
+    fresh.load_state_dict(saved["m"])
+    engine.load_state_dict(saved["e"])
+    with pytest.raises(ValueError, match=r"\(list\) from the first batch again.*EvaluationSampler"):
+        engine.run(data)
+
+
+def test_a_checkpoint_taken_before_the_metric_s_update_is_refused():
+    data = dataset("dense", 1)
+    evaluator = Engine(lambda engine, batch: tuple(batch))
+    metric = MAP([3, 5])
+    saved = {}
+
+    # handler added before attach: it runs before the metric's update of the same iteration
+    @evaluator.on(Events.ITERATION_COMPLETED(once=3))
+    def save(engine):
+        saved.update(metric=metric.state_dict(), evaluator=engine.state_dict())
+
+    metric.attach(evaluator, "map")
+    evaluator.run(DataLoader(data, batch_size=4, sampler=EvaluationSampler(data)))
+    with pytest.raises(ValueError, match="counts 2 batches of the epoch and the engine 3"):
+        _resume(saved)
+
+
+def test_a_state_saved_outside_an_engine_run_is_refused_mid_epoch(saved):
+    plain = MAP([3, 5])
+    plain.update(tuple(dataset("dense", 1).tensors))
+    with pytest.raises(ValueError, match="records no position"):
+        _resume({"metric": plain.state_dict(), "evaluator": saved[0]["evaluator"]})
+
+
+def test_a_malformed_position_is_refused_at_load(saved):
+    state = saved[0]["metric"]["__metric_state_per_rank"][0]
+    bad = {"__metric_state_per_rank": [{**state, "_engine_position": {"batches": -1, "data": {}}}]}
+    with pytest.raises(ValueError, match="_engine_position"):
+        MAP([3, 5]).load_state_dict(bad)
+
+
+def test_a_metric_not_loaded_warns_that_it_counts_the_rest_only(saved):
+    with pytest.warns(UserWarning, match="counts only the batches from there on"):
+        _resume(saved[0], objects=("evaluator",))
+
+
+def test_a_loaded_metric_on_a_fresh_engine_warns_and_counts_the_whole_epoch(saved):
+    checkpoint, expected = saved
+    with pytest.warns(UserWarning, match="is reset, since the engine starts its epoch"):
+        assert _resume(checkpoint, objects=("metric",)) == expected
+
+
+def test_the_sampler_yields_the_rest_until_told_otherwise():
+    sampler = EvaluationSampler(range(10), num_replicas=2, rank=1)
+    sampler.resume_after(3)
+    assert list(sampler) == [8, 9] == list(sampler) and "after the first 3" in repr(sampler)
+    sampler.resume_after(0)
+    assert list(sampler) == [5, 6, 7, 8, 9] and len(sampler) == 5
+    with pytest.raises(ValueError, match=r"consumed must be in \[0, 5\]"):
+        sampler.resume_after(6)
+    with pytest.raises(TypeError, match="consumed must be an int"):
+        sampler.resume_after(1.0)
+    assert torch.equal(torch.tensor(list(sampler)), torch.arange(5, 10))
+
+
+def test_a_state_saved_after_the_epoch_loads_without_a_position_or_warning(saved):
+    evaluator, metric, loader = make("dense", "single", dataset("dense", 1))
+    evaluator.run(loader)
+    state = metric.state_dict()
+    assert "_engine_position" not in state["__metric_state_per_rank"][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _resume({"metric": state}, objects=("metric",)) == saved[1]
