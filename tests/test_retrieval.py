@@ -18,7 +18,7 @@ from ignite_ranking import MAP, MRR, NDCG, RankingMetrics, Recall, Retrieved, re
 st_util = pytest.importorskip("sentence_transformers.util")
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator  # noqa: E402
 
-BEIR_KS = [1, 3, 5, 10, 100, 1000]
+MTEB_KS = [1, 3, 5, 10, 20, 100, 1000]  # BEIR's: these but 20
 
 
 class _Card:
@@ -70,10 +70,12 @@ def test_equals_sentence_transformers(similarity, seed, chunk):
     assert theirs[f"{similarity}_ndcg@10"] > 0.1  # the data find something
 
 
-def _beir(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_identical_ids):
-    """EvaluateRetrieval.evaluate's numbers, its way: pytrec_eval on the run of every document,
-    identical ids popped, each mean rounded to 5 decimals; and MTEB's MRR@k (recip_rank on the
-    run cut at k, in pytrec_eval's order)."""
+def _mteb(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_identical_ids):
+    """MTEB's retrieval score dict (mteb/_evaluators/retrieval_metrics.py, less its nAUC keys),
+    its way: pytrec_eval on the run of every document, identical ids popped, each mean rounded
+    to 5 decimals, ``accuracy`` its rounded Recall@1; MRR@k its own (the run sorted by score
+    then id, both descending, cut at k; relevant: grade > 0), not rounded. BEIR's
+    EvaluateRetrieval.evaluate gives the ndcg, map, recall and precision keys but k = 20."""
     if similarity == "cosine":
         queries, corpus = (torch.nn.functional.normalize(t, dim=1) for t in (queries, corpus))
     scores = (queries @ corpus.T).tolist()
@@ -81,40 +83,54 @@ def _beir(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_iden
     if ignore_identical_ids:
         for q, docs in run.items():
             docs.pop(q, None)
-    ks = ",".join(map(str, BEIR_KS))
-    per_query = pytrec_eval.RelevanceEvaluator(
-        qrels, {f"map_cut.{ks}", f"ndcg_cut.{ks}", f"recall.{ks}", f"P.{ks}"}
-    )
-    per_query = per_query.evaluate(run)
+    ks = ",".join(map(str, MTEB_KS))
+    measures = {f"map_cut.{ks}", f"ndcg_cut.{ks}", f"recall.{ks}", f"P.{ks}", f"success.{ks}"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    mean = lambda key: round(sum(v[key] for v in per_query.values()) / len(per_query), 5)  # noqa: E731
     out = {}
-    for name, key in (("ndcg", "ndcg_cut_"), ("map", "map_cut_"), ("recall", "recall_"), ("precision", "P_")):
-        for k in BEIR_KS:
-            out[f"{name}_at_{k}"] = round(sum(v[f"{key}{k}"] for v in per_query.values()) / len(per_query), 5)
-    for k in BEIR_KS:
-        cut = {
-            q: dict(sorted(docs.items(), key=lambda e: (-e[1], _desc(e[0])))[:k]) for q, docs in run.items()
-        }
-        values = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
-        out[f"mrr_at_{k}"] = round(sum(v["recip_rank"] for v in values.values()) / len(values), 5)
+    for name, key in (("ndcg", "ndcg_cut_"), ("map", "map_cut_"), ("recall", "recall_"), ("precision", "P_"),
+                      ("hit_rate", "success_")):  # fmt: skip
+        out |= {f"{name}_at_{k}": mean(f"{key}{k}") for k in MTEB_KS}
+    out["accuracy"] = mean("recall_1")
+    evaluated = [q for q in query_ids if qrels.get(q)]  # the queries pytrec_eval scores
+    for k in MTEB_KS:
+        rr = []
+        for q in evaluated:
+            ranked = sorted(run[q].items(), key=lambda e: (e[1], e[0]), reverse=True)[:k]
+            ranks = [r for r, (doc, _) in enumerate(ranked, 1) if qrels[q].get(doc, 0) > 0]
+            rr.append(1 / ranks[0] if ranks else 0.0)
+        out[f"mrr_at_{k}"] = sum(rr) / len(rr)
     return out
-
-
-def _desc(doc: str) -> list[int]:
-    return [-b for b in doc.encode()] + [1]  # descending byte order, a prefix after its extensions
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot"])
 @pytest.mark.parametrize("ignore_identical_ids", [False, True])
 def test_equals_beir_and_mteb_to_their_five_decimals(similarity, ignore_identical_ids):
     data = embedding_data(3 + ignore_identical_ids, identical=ignore_identical_ids)
-    theirs = _beir(*data, similarity, ignore_identical_ids)
+    theirs = _mteb(*data, similarity, ignore_identical_ids)
     queries, corpus, query_ids, corpus_ids, qrels = data
-    ours = retrieval.evaluate_embeddings(
+    ours, per_query = retrieval.evaluate_embeddings(
         queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, similarity=similarity,
-        convention="beir", ignore_identical_ids=ignore_identical_ids, chunk_size=64,
+        convention="beir", ignore_identical_ids=ignore_identical_ids, chunk_size=64, per_query=True,
     )  # fmt: skip
     assert set(ours) == set(theirs)
-    assert {key: round(value, 5) for key, value in ours.items()} == theirs
+    assert {key: round(value, 5) for key, value in ours.items()} == {
+        key: round(value, 5) for key, value in theirs.items()
+    }
+    assert ours["accuracy"] == ours["recall_at_1"] < ours["hit_rate_at_1"]  # Recall@1, not Hit@1
+    assert all(row["accuracy"] == row["recall_at_1"] for row in per_query.values())
+
+
+def test_explicit_measures_override_the_convention():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(8, num_docs=200)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "convention": "beir"}
+    default = retrieval.evaluate_embeddings(queries, corpus, qrels, **kwargs)
+    asked, per_query = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, measures=["recall@1", "accuracy@5"], per_query=True, **kwargs
+    )
+    assert asked == {"recall_at_1": default["recall_at_1"], "hit_rate_at_5": default["hit_rate_at_5"]}
+    assert {tuple(row) for row in per_query.values()} == {("recall_at_1", "hit_rate_at_5")}
+    assert len(per_query) == len([q for q in query_ids if qrels.get(q)])  # judged only non-relevant: 0
 
 
 def test_trec_convention_equals_the_metrics_on_the_full_ranking():

@@ -58,7 +58,8 @@ def evaluate_embeddings(
         corpus_ids: the id of each corpus row (distinct over the whole corpus); with ``group``,
             this shard's.
         measures: ``family@k`` names (``accuracy``, ``precision``, ``recall``, ``mrr``, ``ndcg``,
-            ``map``); default: the convention's.
+            ``map``); default: the convention's, with its aliases (``"beir"``'s ``accuracy``).
+            Explicit measures override the convention's: one key each, no alias.
         similarity: ``"cosine"``, ``"dot"``, ``"euclidean"`` (negated distance: the corpus is
             ranked by ``2 q.c - |c|^2``, the same order) or a callable
             ``(queries, corpus_chunk) -> (batch, chunk) scores`` (not with ``group``).
@@ -149,15 +150,16 @@ def evaluate_embeddings(
     result = {
         name: float(means[f"m{i}@{k}"]) for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True))
     }
+    aliased = (lambda values: conv.with_aliases(values, sim_name)) if measures is None else dict
     if not per_query:
-        return result
+        return aliased(result)
     values = metrics.per_query_values()
     keys = [str(query_ids[evaluated[key]]) for key in values.keys.tolist()]
     table_out = {key: {} for key in keys}
     for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True)):
         for key, value in zip(keys, values.values[f"m{i}@{k}"].tolist(), strict=True):
             table_out[key][name] = value
-    return result, table_out
+    return aliased(result), {key: aliased(row) for key, row in table_out.items()}
 
 
 # ------------------------------------------------------------------------------------ checks
