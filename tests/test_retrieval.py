@@ -246,6 +246,15 @@ def test_beir_readers(tmp_path):
         ({"qrels": [("q0", "d0", 1)]}, TypeError, "qrels must be"),
         ({"corpus_embeddings": torch.zeros(3, 3)}, ValueError, "one d and dtype"),
         ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"corpus_embeddings": torch.full((3, 2), math.inf)}, ValueError, "NaN or infinite"),
+        ({"qrels": {"q0": {"d0": 0}}}, ValueError, "relevant document .grade >= 1; convention='trec'"),
+        ({"qrels": {"q0": {"d0": 1}, "q1": {}}, "query_ids": ["q2", "q3"]}, ValueError, "ids match"),
+        ({"qrels": {"q0": {"d0": 1}, "0": {"d1": 1}, 0: {"d1": 1}}}, ValueError, "twice"),
+        ({"qrels": {"q0": {"d0": 1, "d1": 0}, "q1": {1: 1, "1": 0}}}, ValueError, "twice"),
+        ({"qrels": {"q0": {"d0": math.nan}}}, ValueError, r"qrels\['q0'\]\['d0'\] must be a finite number"),
+        ({"qrels": {"q0": {"d0": "1"}}}, ValueError, "finite number, got '1'"),
+        ({"exclude": {"q0": "d0"}}, TypeError, r"exclude\['q0'\] must be a list"),
+        ({"exclude": [("q0", "d0")]}, TypeError, "exclude must be a dict"),
     ],
 )
 def test_bad_inputs_are_refused(change, error, message):
@@ -260,3 +269,46 @@ def test_bad_inputs_are_refused(change, error, message):
         retrieval.evaluate_embeddings(
             kwargs.pop("query_embeddings"), kwargs.pop("corpus_embeddings"), kwargs.pop("qrels"), **kwargs
         )
+
+
+def test_half_precision_and_int_ids_give_the_float32_str_numbers():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(9, num_docs=300)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "chunk_size": 40}
+    for convention in ("trec", "beir", "sentence-transformers"):
+        expected = retrieval.evaluate_embeddings(queries, corpus, qrels, convention=convention, **kwargs)
+        for dtype in (torch.float16, torch.bfloat16):  # small-integer dot products: exact in both
+            got = retrieval.evaluate_embeddings(
+                queries.to(dtype), corpus.to(dtype), qrels, convention=convention, **kwargs
+            )
+            assert got == expected, (convention, dtype)
+    # int ids: "1" and 1 are one id; the order of equal scores is the str order under "beir",
+    # the int order under "sentence-transformers" (here the same: ids of one width)
+    number = {doc: 10_000 + int(doc[1:]) for doc in corpus_ids} | {q: int(q[1:]) for q in query_ids}
+    int_qrels = {number[q]: {number.get(d, d): g for d, g in docs.items()} for q, docs in qrels.items()}
+    for convention in ("trec", "beir", "sentence-transformers"):
+        as_str = retrieval.evaluate_embeddings(
+            queries, corpus, {str(number[q]): {str(number.get(d, d)): g for d, g in docs.items()}
+                              for q, docs in qrels.items()},
+            query_ids=[str(number[q]) for q in query_ids], corpus_ids=[str(number[d]) for d in corpus_ids],
+            convention=convention, similarity="dot",
+        )  # fmt: skip
+        as_int = retrieval.evaluate_embeddings(
+            queries, corpus, int_qrels, query_ids=[number[q] for q in query_ids],
+            corpus_ids=[number[d] for d in corpus_ids], convention=convention, similarity="dot",
+        )  # fmt: skip
+        assert as_int == as_str, convention
+
+
+def test_k_past_the_corpus_and_qrels_queries_not_in_query_ids():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(10, num_docs=50)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "convention": "beir"}
+    extra = qrels | {"not-a-query": {corpus_ids[0]: 1}}  # judged but never asked: not evaluated
+    measures = ["recall@1000", "precision@1000", "map@1000", "ndcg@1000", "recall@50"]
+    deep = retrieval.evaluate_embeddings(queries, corpus, extra, measures=measures, **kwargs)
+    assert deep == retrieval.evaluate_embeddings(queries, corpus, qrels, measures=measures, **kwargs)
+    assert deep["recall_at_1000"] == deep["recall_at_50"] < 1  # every row ranked; missing ones never
+    scores = (queries @ corpus.T).tolist()
+    run = {q: dict(zip(corpus_ids, row, strict=True)) for q, row in zip(query_ids, scores, strict=True)}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P.1000", "map_cut.1000"}).evaluate(run)
+    for ours, key in (("precision_at_1000", "P_1000"), ("map_at_1000", "map_cut_1000")):
+        assert deep[ours] == pytest.approx(sum(v[key] for v in theirs.values()) / len(theirs), abs=1e-12)

@@ -6,6 +6,7 @@ The readers give ids and texts, never a model: encoding the texts is the user's 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 
@@ -92,5 +93,18 @@ def as_qrels_dict(qrels: object) -> dict[str, dict[str, float]]:
     for query, docs in qrels.items():
         if not isinstance(docs, Mapping):
             raise TypeError(f"qrels[{query!r}] must be a dict {{document: grade}}, got {type(docs).__name__}")
-        table[str(query)] = {str(doc): float(grade) for doc, grade in docs.items()}
+        grades = {str(doc): _grade(query, doc, grade) for doc, grade in docs.items()}
+        if str(query) in table or len(grades) != len(docs):
+            raise ValueError(f"qrels hold {query!r} or one of its documents twice (ids are compared as str)")
+        table[str(query)] = grades
     return table
+
+
+def _grade(query: object, doc: object, grade: object) -> float:
+    try:
+        value = float(grade) if not isinstance(grade, (str, bytes)) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"qrels[{query!r}][{doc!r}] must be a finite number, got {grade!r}")
+    return value
