@@ -13,6 +13,10 @@ that docs/trec.md ("The files") states, line by line in plain Python:
 - the first malformed line is refused with ``file:line``; a file without a line to read, and a
   corrupt or truncated gzip file, with its name.
 
+The BEIR readers (``retrieval.read_beir_qrels``, ``retrieval.iter_beir_texts``) meet their own
+reference at the end: malformed lines, bytes that are not UTF-8, JSON nested past the parser's
+depth, all refused with ``file:line``.
+
 Files come plain, gzip, as two gzip members, or truncated, and are read with blocks from 1 byte
 to 2 MiB (the readers' ``_BLOCK``), so that lines, CRLF pairs and comments straddle blocks.
 """
@@ -20,6 +24,7 @@ to 2 MiB (the readers' ``_BLOCK``), so that lines, CRLF pairs and comments strad
 from __future__ import annotations
 
 import gzip
+import json
 import math
 import re
 import string
@@ -30,6 +35,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from ignite_ranking.retrieval import iter_beir_texts, read_beir_qrels
 from ignite_ranking.trec import read_diversity_qrels, read_qrels, read_run
 from ignite_ranking.trec import tokens as trec_tokens
 
@@ -337,3 +343,139 @@ def test_grades_are_exact_integers(folder, tokens, block):
     path = folder / "grades"
     path.write_bytes(content)
     check(path, content, "qrels", block)
+
+
+# ---------------------------------------------------------------- BEIR folders
+
+# The rules of retrieval.read_beir_qrels and retrieval.iter_beir_texts, line by line: UTF-8 lines
+# split at "\n" (one "\r" before it dropped; another refused); blank lines skipped; a qrels line
+# is "query-id<TAB>corpus-id<TAB>grade" (ids not empty, the grade read by int(), as BEIR does;
+# the header skipped on line 1; a later pair wins); a jsonl line is a JSON object whose "_id" is
+# a non-empty str or an int and whose "title" and "text", where present, are str or null.
+
+_BEIR_HEADER = b"query-id\tcorpus-id\tscore"
+
+
+def _beir_lines(data: bytes):
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    for number, line in enumerate(data.split(b"\n")[:-1], 1):
+        line = line.removesuffix(b"\r")
+        if b"\r" in line:
+            raise Refused(number, "carriage return")
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(number, "UTF-8") from None
+
+
+def beir_qrels_reference(data: bytes) -> dict:
+    qrels: dict = {}
+    for number, line in _beir_lines(data):
+        if (number == 1 and line.encode() == _BEIR_HEADER) or not line.strip():
+            continue
+        fields = line.split("\t")
+        try:
+            assert len(fields) == 3 and fields[0] and fields[1]
+            qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
+        except (AssertionError, ValueError):
+            raise Refused(number, "BEIR qrels line") from None
+    return qrels
+
+
+def beir_texts_reference(data: bytes) -> list:
+    records = []
+    for number, line in _beir_lines(data):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise Refused(number, "BEIR record") from None
+        ok = isinstance(record, dict)
+        key = record.get("_id") if ok else None
+        ok = ok and ((type(key) is str and key != "") or type(key) is int)
+        ok = ok and all(isinstance(record.get(f), (str, type(None))) for f in ("title", "text"))
+        if not ok:
+            raise Refused(number, "BEIR record")
+        records.append((str(key), record.get("title") or "", record.get("text") or ""))
+    return records
+
+
+_ID_TEXT = st.text(st.sampled_from('q1d é#"\x00\x1c\u2028 '), max_size=4)
+_ID = _mostly(st.text(st.sampled_from("qd0123"), min_size=1, max_size=3), _ID_TEXT, 10)
+_ODD_GRADES = ["-2", " 3", "+1", "1.0", "x", "", "1_0", "\u0661", "9" * 30]
+_GRADE = _mostly(st.sampled_from(["0", "1", "2"]), st.sampled_from(_ODD_GRADES), 10)
+_RARE = 40  # one line in about this many is malformed
+
+
+@st.composite
+def beir_qrels_files(draw) -> bytes:
+    lines = [_BEIR_HEADER] if draw(st.booleans()) else []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["line"] * _RARE + ["blank", "bytes", "columns"]))
+        if kind == "line":
+            fields = [draw(_ID), draw(_ID), draw(_GRADE)]
+            lines.append("\t".join(fields).encode())
+        elif kind == "blank":
+            lines.append(draw(st.sampled_from([b"", b"  ", b"\t"])))
+        elif kind == "bytes":
+            lines.append(draw(st.binary(max_size=10)).replace(b"\n", b""))
+        else:
+            lines.append("\t".join(draw(st.lists(_ID_TEXT, max_size=5))).encode())
+    ends = draw(st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=len(lines), max_size=len(lines)))
+    data = b"".join(line + end for line, end in zip(lines, ends, strict=True))
+    return data.removesuffix(b"\n") if draw(st.booleans()) else data
+
+
+_JSON_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**20), st.floats(), _ID_TEXT,
+                        st.lists(st.integers(), max_size=2))  # fmt: skip
+
+
+@st.composite
+def beir_jsonl_files(draw) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["record"] * _RARE + ["blank", "bytes", "deep", "json", "odd"]))
+        if kind in ("record", "odd"):
+            keys = ["_id", *draw(st.lists(st.sampled_from(["title", "text", "other"]), unique=True))]
+            record = {key: draw(_ID if kind == "record" else _JSON_VALUE) for key in keys}
+            lines.append(json.dumps(record, ensure_ascii=draw(st.booleans())).encode())
+        elif kind == "blank":
+            lines.append(b" ")
+        elif kind == "bytes":
+            lines.append(draw(st.binary(max_size=10)).replace(b"\n", b""))
+        elif kind == "deep":
+            lines.append(b"[" * 100_000)
+        else:
+            lines.append(json.dumps(draw(_JSON_VALUE)).encode())
+    return b"".join(line + draw(st.sampled_from([b"\n", b"\r\n"])) for line in lines)
+
+
+def _beir_check(path, data: bytes, read, reference) -> None:
+    path.write_bytes(data)
+    try:
+        got = read(path)
+    except ValueError as err:
+        got = err
+    try:
+        want = reference(data)
+    except Refused as refused:
+        event(f"refused: {refused.what}")
+        assert isinstance(got, ValueError), f"accepted; the reference refuses {refused.line}: {refused.what}"
+        assert str(got).startswith(f"{path}:{refused.line}: "), (refused.line, str(got))
+        return
+    event("accepted")
+    assert got == want
+
+
+@SETTINGS
+@given(data=beir_qrels_files())
+def test_beir_qrels_reader_agrees_with_the_reference(folder, data):
+    _beir_check(folder / "qrels.tsv", data, read_beir_qrels, beir_qrels_reference)
+
+
+@SETTINGS
+@given(data=beir_jsonl_files())
+def test_beir_jsonl_reader_agrees_with_the_reference(folder, data):
+    _beir_check(folder / "corpus.jsonl", data, lambda path: list(iter_beir_texts(path)), beir_texts_reference)

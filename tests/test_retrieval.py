@@ -18,7 +18,7 @@ from ignite_ranking import MAP, MRR, NDCG, RankingMetrics, Recall, Retrieved, re
 st_util = pytest.importorskip("sentence_transformers.util")
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator  # noqa: E402
 
-BEIR_KS = [1, 3, 5, 10, 100, 1000]
+MTEB_KS = [1, 3, 5, 10, 20, 100, 1000]  # BEIR's: these but 20
 
 
 class _Card:
@@ -70,10 +70,12 @@ def test_equals_sentence_transformers(similarity, seed, chunk):
     assert theirs[f"{similarity}_ndcg@10"] > 0.1  # the data find something
 
 
-def _beir(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_identical_ids):
-    """EvaluateRetrieval.evaluate's numbers, its way: pytrec_eval on the run of every document,
-    identical ids popped, each mean rounded to 5 decimals; and MTEB's MRR@k (recip_rank on the
-    run cut at k, in pytrec_eval's order)."""
+def _mteb(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_identical_ids):
+    """MTEB's retrieval score dict (mteb/_evaluators/retrieval_metrics.py, less its nAUC keys),
+    its way: pytrec_eval on the run of every document, identical ids popped, each mean rounded
+    to 5 decimals, ``accuracy`` its rounded Recall@1; MRR@k its own (the run sorted by score
+    then id, both descending, cut at k; relevant: grade > 0), not rounded. BEIR's
+    EvaluateRetrieval.evaluate gives the ndcg, map, recall and precision keys but k = 20."""
     if similarity == "cosine":
         queries, corpus = (torch.nn.functional.normalize(t, dim=1) for t in (queries, corpus))
     scores = (queries @ corpus.T).tolist()
@@ -81,40 +83,54 @@ def _beir(queries, corpus, query_ids, corpus_ids, qrels, similarity, ignore_iden
     if ignore_identical_ids:
         for q, docs in run.items():
             docs.pop(q, None)
-    ks = ",".join(map(str, BEIR_KS))
-    per_query = pytrec_eval.RelevanceEvaluator(
-        qrels, {f"map_cut.{ks}", f"ndcg_cut.{ks}", f"recall.{ks}", f"P.{ks}"}
-    )
-    per_query = per_query.evaluate(run)
+    ks = ",".join(map(str, MTEB_KS))
+    measures = {f"map_cut.{ks}", f"ndcg_cut.{ks}", f"recall.{ks}", f"P.{ks}", f"success.{ks}"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    mean = lambda key: round(sum(v[key] for v in per_query.values()) / len(per_query), 5)  # noqa: E731
     out = {}
-    for name, key in (("ndcg", "ndcg_cut_"), ("map", "map_cut_"), ("recall", "recall_"), ("precision", "P_")):
-        for k in BEIR_KS:
-            out[f"{name}_at_{k}"] = round(sum(v[f"{key}{k}"] for v in per_query.values()) / len(per_query), 5)
-    for k in BEIR_KS:
-        cut = {
-            q: dict(sorted(docs.items(), key=lambda e: (-e[1], _desc(e[0])))[:k]) for q, docs in run.items()
-        }
-        values = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
-        out[f"mrr_at_{k}"] = round(sum(v["recip_rank"] for v in values.values()) / len(values), 5)
+    for name, key in (("ndcg", "ndcg_cut_"), ("map", "map_cut_"), ("recall", "recall_"), ("precision", "P_"),
+                      ("hit_rate", "success_")):  # fmt: skip
+        out |= {f"{name}_at_{k}": mean(f"{key}{k}") for k in MTEB_KS}
+    out["accuracy"] = mean("recall_1")
+    evaluated = [q for q in query_ids if qrels.get(q)]  # the queries pytrec_eval scores
+    for k in MTEB_KS:
+        rr = []
+        for q in evaluated:
+            ranked = sorted(run[q].items(), key=lambda e: (e[1], e[0]), reverse=True)[:k]
+            ranks = [r for r, (doc, _) in enumerate(ranked, 1) if qrels[q].get(doc, 0) > 0]
+            rr.append(1 / ranks[0] if ranks else 0.0)
+        out[f"mrr_at_{k}"] = sum(rr) / len(rr)
     return out
-
-
-def _desc(doc: str) -> list[int]:
-    return [-b for b in doc.encode()] + [1]  # descending byte order, a prefix after its extensions
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot"])
 @pytest.mark.parametrize("ignore_identical_ids", [False, True])
 def test_equals_beir_and_mteb_to_their_five_decimals(similarity, ignore_identical_ids):
     data = embedding_data(3 + ignore_identical_ids, identical=ignore_identical_ids)
-    theirs = _beir(*data, similarity, ignore_identical_ids)
+    theirs = _mteb(*data, similarity, ignore_identical_ids)
     queries, corpus, query_ids, corpus_ids, qrels = data
-    ours = retrieval.evaluate_embeddings(
+    ours, per_query = retrieval.evaluate_embeddings(
         queries, corpus, qrels, query_ids=query_ids, corpus_ids=corpus_ids, similarity=similarity,
-        convention="beir", ignore_identical_ids=ignore_identical_ids, chunk_size=64,
+        convention="beir", ignore_identical_ids=ignore_identical_ids, chunk_size=64, per_query=True,
     )  # fmt: skip
     assert set(ours) == set(theirs)
-    assert {key: round(value, 5) for key, value in ours.items()} == theirs
+    assert {key: round(value, 5) for key, value in ours.items()} == {
+        key: round(value, 5) for key, value in theirs.items()
+    }
+    assert ours["accuracy"] == ours["recall_at_1"] < ours["hit_rate_at_1"]  # Recall@1, not Hit@1
+    assert all(row["accuracy"] == row["recall_at_1"] for row in per_query.values())
+
+
+def test_explicit_measures_override_the_convention():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(8, num_docs=200)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "convention": "beir"}
+    default = retrieval.evaluate_embeddings(queries, corpus, qrels, **kwargs)
+    asked, per_query = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, measures=["recall@1", "accuracy@5"], per_query=True, **kwargs
+    )
+    assert asked == {"recall_at_1": default["recall_at_1"], "hit_rate_at_5": default["hit_rate_at_5"]}
+    assert {tuple(row) for row in per_query.values()} == {("recall_at_1", "hit_rate_at_5")}
+    assert len(per_query) == len([q for q in query_ids if qrels.get(q)])  # judged only non-relevant: 0
 
 
 def test_trec_convention_equals_the_metrics_on_the_full_ranking():
@@ -230,6 +246,15 @@ def test_beir_readers(tmp_path):
         ({"qrels": [("q0", "d0", 1)]}, TypeError, "qrels must be"),
         ({"corpus_embeddings": torch.zeros(3, 3)}, ValueError, "one d and dtype"),
         ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"corpus_embeddings": torch.full((3, 2), math.inf)}, ValueError, "NaN or infinite"),
+        ({"qrels": {"q0": {"d0": 0}}}, ValueError, "relevant document .grade >= 1; convention='trec'"),
+        ({"qrels": {"q0": {"d0": 1}, "q1": {}}, "query_ids": ["q2", "q3"]}, ValueError, "ids match"),
+        ({"qrels": {"q0": {"d0": 1}, "0": {"d1": 1}, 0: {"d1": 1}}}, ValueError, "twice"),
+        ({"qrels": {"q0": {"d0": 1, "d1": 0}, "q1": {1: 1, "1": 0}}}, ValueError, "twice"),
+        ({"qrels": {"q0": {"d0": math.nan}}}, ValueError, r"qrels\['q0'\]\['d0'\] must be a finite number"),
+        ({"qrels": {"q0": {"d0": "1"}}}, ValueError, "finite number, got '1'"),
+        ({"exclude": {"q0": "d0"}}, TypeError, r"exclude\['q0'\] must be a list"),
+        ({"exclude": [("q0", "d0")]}, TypeError, "exclude must be a dict"),
     ],
 )
 def test_bad_inputs_are_refused(change, error, message):
@@ -244,3 +269,46 @@ def test_bad_inputs_are_refused(change, error, message):
         retrieval.evaluate_embeddings(
             kwargs.pop("query_embeddings"), kwargs.pop("corpus_embeddings"), kwargs.pop("qrels"), **kwargs
         )
+
+
+def test_half_precision_and_int_ids_give_the_float32_str_numbers():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(9, num_docs=300)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "chunk_size": 40}
+    for convention in ("trec", "beir", "sentence-transformers"):
+        expected = retrieval.evaluate_embeddings(queries, corpus, qrels, convention=convention, **kwargs)
+        for dtype in (torch.float16, torch.bfloat16):  # small-integer dot products: exact in both
+            got = retrieval.evaluate_embeddings(
+                queries.to(dtype), corpus.to(dtype), qrels, convention=convention, **kwargs
+            )
+            assert got == expected, (convention, dtype)
+    # int ids: "1" and 1 are one id; the order of equal scores is the str order under "beir",
+    # the int order under "sentence-transformers" (here the same: ids of one width)
+    number = {doc: 10_000 + int(doc[1:]) for doc in corpus_ids} | {q: int(q[1:]) for q in query_ids}
+    int_qrels = {number[q]: {number.get(d, d): g for d, g in docs.items()} for q, docs in qrels.items()}
+    for convention in ("trec", "beir", "sentence-transformers"):
+        as_str = retrieval.evaluate_embeddings(
+            queries, corpus, {str(number[q]): {str(number.get(d, d)): g for d, g in docs.items()}
+                              for q, docs in qrels.items()},
+            query_ids=[str(number[q]) for q in query_ids], corpus_ids=[str(number[d]) for d in corpus_ids],
+            convention=convention, similarity="dot",
+        )  # fmt: skip
+        as_int = retrieval.evaluate_embeddings(
+            queries, corpus, int_qrels, query_ids=[number[q] for q in query_ids],
+            corpus_ids=[number[d] for d in corpus_ids], convention=convention, similarity="dot",
+        )  # fmt: skip
+        assert as_int == as_str, convention
+
+
+def test_k_past_the_corpus_and_qrels_queries_not_in_query_ids():
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(10, num_docs=50)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "convention": "beir"}
+    extra = qrels | {"not-a-query": {corpus_ids[0]: 1}}  # judged but never asked: not evaluated
+    measures = ["recall@1000", "precision@1000", "map@1000", "ndcg@1000", "recall@50"]
+    deep = retrieval.evaluate_embeddings(queries, corpus, extra, measures=measures, **kwargs)
+    assert deep == retrieval.evaluate_embeddings(queries, corpus, qrels, measures=measures, **kwargs)
+    assert deep["recall_at_1000"] == deep["recall_at_50"] < 1  # every row ranked; missing ones never
+    scores = (queries @ corpus.T).tolist()
+    run = {q: dict(zip(corpus_ids, row, strict=True)) for q, row in zip(query_ids, scores, strict=True)}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P.1000", "map_cut.1000"}).evaluate(run)
+    for ours, key in (("precision_at_1000", "P_1000"), ("map_at_1000", "map_cut_1000")):
+        assert deep[ours] == pytest.approx(sum(v[key] for v in theirs.values()) / len(theirs), abs=1e-12)

@@ -163,9 +163,17 @@ def average_precision(
     relevance_threshold: float = 1.0,
     *,
     ties: str = "first",
+    denominator: str = "relevant",
 ) -> torch.Tensor:
-    """AP@k: sum of P@i over the ranks ``i <= k`` of relevant items, divided by R (trec_eval's map_cut)."""
-    return _per_query(scoring.average_precision, y_pred, y, top_k, relevance_threshold, ties, count=True)
+    """AP@k: sum of P@i over the ranks ``i <= k`` of relevant items, divided by R (trec_eval's
+    map_cut); ``denominator`` as in :class:`~ignite_ranking.MAP`: ``"min_k_relevant"`` divides
+    by ``min(k, R)``, ``"relevant_retrieved"`` by the relevant items in the top k."""
+    scoring.check_denominator(denominator, check_ties(ties))
+
+    def score(ranked: RankedBatch, cutoffs: list[int]) -> torch.Tensor:
+        return scoring.average_precision(ranked, cutoffs, denominator)
+
+    return _per_query(score, y_pred, y, top_k, relevance_threshold, ties, count=True)
 
 
 def ndcg(
@@ -233,6 +241,7 @@ def per_query(
     gain_function: str = "exp_rank",
     ties: str = "first",
     ignore_index: int | None = None,
+    denominator: str = "relevant",
 ) -> QueryValues:
     """Per-query values of one metric for an output in any input form.
 
@@ -245,6 +254,7 @@ def per_query(
         top_k: the cutoffs; None (and only None) for ``"r_precision"``.
         relevance_threshold, gain_function, ties: as in the metric classes.
         ignore_index: flat rows (dense items) whose label equals it are left out.
+        denominator: ``"map"``'s, as in :class:`~ignite_ranking.MAP`.
 
     Example:
         >>> import torch
@@ -268,6 +278,11 @@ def per_query(
     if metric == "ndcg":
         check_gain_function(gain_function)
         score = lambda ranked, cutoffs: scoring.ndcg(ranked, cutoffs, gain_function)  # noqa: E731
+    if denominator != "relevant" and metric != "map":
+        raise ValueError(f"denominator is an option of 'map' only, got metric={metric!r}.")
+    if metric == "map":
+        scoring.check_denominator(denominator, check_ties(ties))
+        score = lambda ranked, cutoffs: scoring.average_precision(ranked, cutoffs, denominator)  # noqa: E731
     normalized = _rank(output, cutoffs[-1], relevance_threshold, ties, ideal, count, cover, ignore_index)
     return QueryValues(score(normalized.ranked, cutoffs), normalized.query_ids)
 

@@ -20,6 +20,7 @@ from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
 __all__ = [
     "AP_DENOMINATORS",
     "average_precision",
+    "check_denominator",
     "hit_rate",
     "list_precision",
     "ndcg",
@@ -119,6 +120,20 @@ def recall(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
 AP_DENOMINATORS = ("relevant", "min_k_relevant", "relevant_retrieved")
 """What AP@k divides by: R (trec_eval), ``min(k, R)`` (sentence-transformers, RecBole) or the
 relevant items within the top k (torchmetrics)."""
+
+
+def check_denominator(denominator: object, ties: str | None = None) -> str:
+    """``denominator`` if one of :data:`AP_DENOMINATORS` and defined under ``ties``; else a ValueError."""
+    if denominator not in AP_DENOMINATORS:
+        raise ValueError(
+            f"denominator must be one of {', '.join(map(repr, AP_DENOMINATORS))}, got {denominator!r}"
+        )
+    if denominator == "relevant_retrieved" and ties == "average":
+        raise ValueError(
+            "denominator='relevant_retrieved' divides by a count that is random under "
+            "ties='average'; rank with another tie policy"
+        )
+    return denominator
 
 
 def average_precision(

@@ -54,18 +54,9 @@ class MAP(RankingMetric):
     def __init__(
         self, top_k: int | list[int], *args, denominator: str = "relevant", **options: Unpack[RankingOptions]
     ):
-        if denominator not in scoring.AP_DENOMINATORS:
-            raise ValueError(
-                f"denominator must be one of {', '.join(map(repr, scoring.AP_DENOMINATORS))}, "
-                f"got {denominator!r}"
-            )
-        self.denominator = denominator
+        self.denominator = scoring.check_denominator(denominator)
         super().__init__(top_k, *args, **options)
-        if denominator == "relevant_retrieved" and self.ties == "average":
-            raise ValueError(
-                "denominator='relevant_retrieved' divides by a count that is random under "
-                "ties='average'; rank with another tie policy"
-            )
+        scoring.check_denominator(denominator, self.ties)
 
     @property
     def cutoff_tail(self) -> str | None:

@@ -6,6 +6,7 @@ The readers give ids and texts, never a model: encoding the texts is the user's 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 
@@ -18,7 +19,8 @@ _HEADER = ("query-id", "corpus-id", "score")
 
 def read_beir_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """``{query id: {document id: grade}}`` of a BEIR qrels tsv (``query-id corpus-id score``
-    after a header line), ids as ``str``, grades as ``int``; a ValueError names a bad line.
+    after a header line), ids as ``str``, grades as ``int``; blank lines are skipped, a later
+    line of a pair wins (as in BEIR); a ValueError names the first bad line (``file:line``).
 
     Example:
         >>> import tempfile, pathlib
@@ -28,41 +30,71 @@ def read_beir_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         {'q1': {'d1': 1, 'd2': 0}}
     """
     qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            fields = line.rstrip("\r\n").split("\t")
-            if number == 1 and tuple(fields) == _HEADER:
-                continue
-            if line.strip() == "":
-                continue
-            try:
-                query, doc, grade = fields
-                qrels.setdefault(query, {})[doc] = int(grade)
-            except ValueError:
-                raise ValueError(
-                    f"{path}:{number}: a BEIR qrels line is 'query-id<TAB>corpus-id<TAB>integer score', "
-                    f"got {line.rstrip()!r}"
-                ) from None
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if (number == 1 and tuple(fields) == _HEADER) or line.strip() == "":
+            continue
+        try:
+            query, doc, grade = fields
+            if not query or not doc:
+                raise ValueError
+            qrels.setdefault(query, {})[doc] = int(grade)
+        except ValueError:
+            raise ValueError(
+                f"{path}:{number}: a BEIR qrels line is 'query-id<TAB>corpus-id<TAB>integer score', "
+                f"got {line!r}"
+            ) from None
     return qrels
 
 
 def iter_beir_texts(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
     """``(id, title, text)`` of each line of a BEIR ``corpus.jsonl`` or ``queries.jsonl``
-    (``title`` is ``""`` where absent, as in queries), in file order."""
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                yield str(record["_id"]), record.get("title", "") or "", record.get("text", "") or ""
-            except (ValueError, KeyError, TypeError):
-                raise ValueError(f"{path}:{number}: not a BEIR record with an '_id'") from None
+    (``title`` is ``""`` where absent, as in queries), in file order; a ValueError names the
+    first line that is not a JSON object with a str or int ``_id`` and str texts."""
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        fields = _record(line)
+        if fields is None:
+            raise ValueError(
+                f"{path}:{number}: not a BEIR record (a JSON object with a str or int '_id' and str "
+                "'title' and 'text')"
+            )
+        yield str(fields[0]), fields[1] or "", fields[2] or ""
 
 
 def read_beir_ids(path: str | os.PathLike) -> list[str]:
     """The ids of a BEIR ``corpus.jsonl`` or ``queries.jsonl``, in file order."""
     return [record[0] for record in iter_beir_texts(path)]
+
+
+def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of a UTF-8 file split at line feeds (a carriage return before one
+    dropped); a ValueError at a line that does not decode or holds another carriage return."""
+    with open(path, "rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{number}: not UTF-8") from None
+            if "\r" in line:
+                raise ValueError(f"{path}:{number}: a carriage return inside the line")
+            yield number, line
+
+
+def _record(line: str) -> tuple | None:
+    """``(_id, title, text)`` of a JSON line, or None where it is not a BEIR record."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    fields = record.get("_id"), record.get("title"), record.get("text")
+    is_id = isinstance(fields[0], str) and fields[0] != ""
+    is_id |= isinstance(fields[0], int) and not isinstance(fields[0], bool)
+    return fields if is_id and all(t is None or isinstance(t, str) for t in fields[1:]) else None
 
 
 def _is_beir_tsv(path: str | os.PathLike) -> bool:
@@ -92,5 +124,18 @@ def as_qrels_dict(qrels: object) -> dict[str, dict[str, float]]:
     for query, docs in qrels.items():
         if not isinstance(docs, Mapping):
             raise TypeError(f"qrels[{query!r}] must be a dict {{document: grade}}, got {type(docs).__name__}")
-        table[str(query)] = {str(doc): float(grade) for doc, grade in docs.items()}
+        grades = {str(doc): _grade(query, doc, grade) for doc, grade in docs.items()}
+        if str(query) in table or len(grades) != len(docs):
+            raise ValueError(f"qrels hold {query!r} or one of its documents twice (ids are compared as str)")
+        table[str(query)] = grades
     return table
+
+
+def _grade(query: object, doc: object, grade: object) -> float:
+    try:
+        value = float(grade) if not isinstance(grade, (str, bytes)) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"qrels[{query!r}][{doc!r}] must be a finite number, got {grade!r}")
+    return value

@@ -7,9 +7,12 @@ presets :func:`~ignite_ranking.retrieval.evaluate_embeddings` takes:
 
 - ``"trec"``: this library's defaults: equal scores by corpus row (the lower first), graded
   gains ``2**grade - 1``, queries without a relevant document left out, MAP@k over R.
-- ``"beir"``: BEIR's ``EvaluateRetrieval.evaluate`` and MTEB (pytrec_eval underneath): equal
-  scores by document id in descending string order (trec_eval's), linear gains, queries judged
-  only non-relevant counted as 0, k = 1, 3, 5, 10, 100, 1000, keys such as ``ndcg_at_10``.
+- ``"beir"``: BEIR's ``EvaluateRetrieval.evaluate`` and MTEB's retrieval tasks (pytrec_eval
+  underneath): equal scores by document id in descending string order (trec_eval's), linear
+  gains, queries judged only non-relevant counted as 0, k = 1, 3, 5, 10, 20, 100, 1000 (MTEB's;
+  BEIR's lack 20), keys as MTEB names them: ``ndcg_at_10``, ``map_at_10``, ``recall_at_10``,
+  ``precision_at_10``, ``mrr_at_10``, ``hit_rate_at_10`` (the hit rate) and ``accuracy``
+  (Recall@1, under that name too).
 - ``"sentence-transformers"``: its ``InformationRetrievalEvaluator``: equal scores by document
   id ascending, every listed document relevant (grade 1, whatever its grade), queries without
   one left out, MAP@k over ``min(k, R)``, keys such as ``cosine_ndcg@10``.
@@ -43,6 +46,8 @@ class Convention:
         key: the result's key of a measure: ``key.format(family=..., k=..., similarity=...)``
             after the family is renamed by ``names``.
         names: family -> name in the keys.
+        aliases: ``(key, measure)``: with the default measures, ``measure``'s value also under
+            ``key`` (MTEB's ``accuracy``, its Recall@1).
     """
 
     name: str
@@ -55,9 +60,18 @@ class Convention:
     measures: tuple[str, ...]
     key: str
     names: tuple[tuple[str, str], ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
 
     def key_of(self, family: str, k: int, similarity: str) -> str:
         return self.key.format(family=dict(self.names).get(family, family), k=k, similarity=similarity)
+
+    def with_aliases(self, values: dict[str, float], similarity: str) -> dict[str, float]:
+        """``values`` (keyed by :meth:`key_of`) with each alias's key added."""
+        out = dict(values)
+        for key, measure in self.aliases:
+            ((family, k),) = parse_measures([measure])
+            out[key] = values[self.key_of(family, k, similarity)]
+        return out
 
 
 def _at(families: tuple[str, ...], ks: tuple[int, ...]) -> tuple[str, ...]:
@@ -84,8 +98,10 @@ CONVENTIONS = {
         count_zero_hits=True,
         gain_function="linear_rank",
         map_denominator="relevant",
-        measures=_at(("ndcg", "map", "recall", "precision", "mrr"), (1, 3, 5, 10, 100, 1000)),
+        measures=_at(("ndcg", "map", "recall", "precision", "mrr", "accuracy"), (1, 3, 5, 10, 20, 100, 1000)),
         key="{family}_at_{k}",
+        names=(("accuracy", "hit_rate"),),
+        aliases=(("accuracy", "recall@1"),),
     ),
     "sentence-transformers": Convention(
         name="sentence-transformers",

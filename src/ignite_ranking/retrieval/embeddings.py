@@ -58,7 +58,8 @@ def evaluate_embeddings(
         corpus_ids: the id of each corpus row (distinct over the whole corpus); with ``group``,
             this shard's.
         measures: ``family@k`` names (``accuracy``, ``precision``, ``recall``, ``mrr``, ``ndcg``,
-            ``map``); default: the convention's.
+            ``map``); default: the convention's, with its aliases (``"beir"``'s ``accuracy``).
+            Explicit measures override the convention's: one key each, no alias.
         similarity: ``"cosine"``, ``"dot"``, ``"euclidean"`` (negated distance: the corpus is
             ranked by ``2 q.c - |c|^2``, the same order) or a callable
             ``(queries, corpus_chunk) -> (batch, chunk) scores`` (not with ``group``).
@@ -74,7 +75,8 @@ def evaluate_embeddings(
             bit that of one process holding the whole corpus. Only ``(batch, k)`` candidates
             and the corpus ids travel, never an embedding.
         progress: a tqdm bar over the query batches.
-        per_query: also return ``{query id: {key: value}}`` of the evaluated queries.
+        per_query: also return ``{query id: {key: value}}`` of the evaluated queries (ids as
+            ``str``, in ``query_ids``' order).
 
     Returns:
         ``{key: mean}`` (keys in the convention's names), and with ``per_query`` the per-query
@@ -112,8 +114,14 @@ def evaluate_embeddings(
 
     evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
     if not evaluated:
+        judged = (
+            "a judged document"
+            if conv.binary or conv.count_zero_hits
+            else f"a relevant document (grade >= 1; convention={conv.name!r} leaves out queries without one)"
+        )
         raise ValueError(
-            "no query of query_ids has a judgement to evaluate (check that the ids match the qrels)"
+            f"no query of query_ids has {judged} in the qrels: check that the ids match the qrels' "
+            "(they are compared as str)"
         )
     row_of = {str(doc): row for row, doc in enumerate(ids)}
     if len(row_of) != len(ids):
@@ -149,15 +157,16 @@ def evaluate_embeddings(
     result = {
         name: float(means[f"m{i}@{k}"]) for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True))
     }
+    aliased = (lambda values: conv.with_aliases(values, sim_name)) if measures is None else dict
     if not per_query:
-        return result
+        return aliased(result)
     values = metrics.per_query_values()
     keys = [str(query_ids[evaluated[key]]) for key in values.keys.tolist()]
     table_out = {key: {} for key in keys}
     for i, (name, (_, k)) in enumerate(zip(names, asked, strict=True)):
         for key, value in zip(keys, values.values[f"m{i}@{k}"].tolist(), strict=True):
             table_out[key][name] = value
-    return result, table_out
+    return aliased(result), {key: aliased(row) for key, row in table_out.items()}
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -188,8 +197,8 @@ def _check_embeddings(queries: object, corpus: object, custom: bool) -> None:
     for name, value in (("query_embeddings", queries), ("corpus_embeddings", corpus)):
         if not isinstance(value, torch.Tensor) or value.dim() != 2 or not value.is_floating_point():
             raise ValueError(f"{name} must be a 2-D floating tensor, got {_describe(value)}")
-        if value.isnan().any():
-            raise ValueError(f"{name} contain NaN")
+        if not value.isfinite().all():
+            raise ValueError(f"{name} contain NaN or infinite values")
     if not custom and (queries.shape[1] != corpus.shape[1] or queries.dtype != corpus.dtype):
         raise ValueError(
             "query_embeddings and corpus_embeddings must have one d and dtype, got "
@@ -301,7 +310,9 @@ def _counts(judged: Mapping[str, float], conv: Convention) -> bool:
 def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Tensor | None:
     if exclude is None and not ignore_identical_ids:
         return None
-    exclude = {} if exclude is None else {str(q): docs for q, docs in exclude.items()}
+    if exclude is not None and not isinstance(exclude, Mapping):
+        raise TypeError(f"exclude must be a dict {{query id: [document ids]}}, got {type(exclude).__name__}")
+    exclude = {} if exclude is None else {str(q): _doc_ids(q, docs) for q, docs in exclude.items()}
     rows = []
     for query in wanted:
         docs = [str(d) for d in exclude.get(query, ())] + ([query] if ignore_identical_ids else [])
@@ -310,6 +321,12 @@ def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Te
     return torch.tensor(
         [r + [-1] * (width - len(r)) for r in rows], dtype=torch.int64, device=device
     ).reshape(len(rows), width)
+
+
+def _doc_ids(query, docs) -> list:
+    if isinstance(docs, (str, bytes)) or not isinstance(docs, (Sequence, set, frozenset)):
+        raise TypeError(f"exclude[{query!r}] must be a list of document ids, got {type(docs).__name__}")
+    return list(docs)
 
 
 def _retrieved(top, wanted, table, row_of, num_items, conv) -> Retrieved:
