@@ -8,7 +8,8 @@ crossing rows once (a boolean mask, a quarter of float32 scores) and lists the t
 when at most a sixteenth of the mask is set (quantized scores: a few dozen items a row);
 otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
 over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
-whatever the tie pattern.
+whatever the tie pattern. The generic kernels (:mod:`.backend`) refill every row's boundary slots
+in static shapes instead under ``"first"``/``"last"`` (:func:`refill_tied_block`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "GainOf",
     "boundary_blocks",
     "fill_tied_slots",
+    "refill_tied_block",
     "row_chunks",
 ]
 
@@ -238,6 +240,30 @@ def fill_tied_slots(
             [c[2] for c in chosen]
         )
     return indices
+
+
+def refill_tied_block(scores: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, last: bool):
+    """:func:`fill_tied_slots` for ``ties="first"``/``"last"`` in static shapes (the generic
+    kernels): nothing listed, nothing read on the host, the same launches whatever the ties.
+
+    Every row's boundary slots (the last ``s`` of ``torch.topk(scores, k)``, which hold its
+    ``k``-th value ``b``) take the ``s`` lowest (``last``: highest) columns of value ``b`` in the
+    row: a top-``k`` over a key that is each column's rank in that order where the score is
+    ``b`` and -1 elsewhere (the ``s`` slots are themselves tied items, so ``s`` valid ones are
+    always found). A row without a tie across the cutoff gets its own tied items back. Returns
+    new ``(batch, k)`` indices, unordered within a row (the caller sorts).
+    """
+    k = values.shape[1]
+    num_items = scores.shape[1]
+    boundary = values[:, -1:]
+    slots = (values == boundary).sum(dim=1, keepdim=True)
+    ramp = torch.arange(num_items, dtype=torch.int32, device=scores.device)
+    rank = ramp if last else ramp.flip(0)  # larger for the columns the policy takes first
+    chosen = torch.topk(rank.masked_fill(scores != boundary, -1), k, dim=1).indices
+    # Slot j (of k) takes the (j - (k - s))-th chosen column where that is >= 0.
+    at = slots + torch.arange(-k, 0, device=scores.device)
+    refilled = chosen.gather(1, at.clamp(min=0))
+    return torch.where(at >= 0, refilled, indices)
 
 
 @dataclass
