@@ -8,8 +8,8 @@ crossing rows once (a boolean mask, a quarter of float32 scores) and lists the t
 when at most a sixteenth of the mask is set (quantized scores: a few dozen items a row);
 otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
 over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
-whatever the tie pattern. The generic kernels (:mod:`.backend`) refill every row's boundary slots
-in static shapes instead under ``"first"``/``"last"`` (:func:`refill_tied_block`).
+whatever the tie pattern. The generic kernels (:mod:`.backend`) rank every row's top items in
+static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ __all__ = [
     "GainOf",
     "boundary_blocks",
     "fill_tied_slots",
-    "refill_tied_block",
     "row_chunks",
+    "top_k_by_index",
 ]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
@@ -242,28 +242,29 @@ def fill_tied_slots(
     return indices
 
 
-def refill_tied_block(scores: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, last: bool):
-    """:func:`fill_tied_slots` for ``ties="first"``/``"last"`` in static shapes (the generic
-    kernels): nothing listed, nothing read on the host, the same launches whatever the ties.
+def top_k_by_index(scores: torch.Tensor, k: int, last: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(scores, k)``'s values and the ``(batch, k)`` columns ranked under
+    ``ties="first"`` (``last``: ``"last"``), in static shapes (the generic kernels): nothing
+    listed, nothing read on the host, the same launches whatever the ties.
 
-    Every row's boundary slots (the last ``s`` of ``torch.topk(scores, k)``, which hold its
-    ``k``-th value ``b``) take the ``s`` lowest (``last``: highest) columns of value ``b`` in the
-    row: a top-``k`` over a key that is each column's rank in that order where the score is
-    ``b`` and -1 elsewhere (the ``s`` slots are themselves tied items, so ``s`` valid ones are
-    always found). A row without a tie across the cutoff gets its own tied items back. Returns
-    new ``(batch, k)`` indices, unordered within a row (the caller sorts).
+    With ``b`` the ``k``-th value of a row, a second top-``k`` over an integer key takes every
+    item above ``b`` (its column's rank in the policy's index order, plus the row's length) and
+    then the items equal to ``b`` that the policy puts first (the rank alone; -1 below ``b``),
+    in index order within each part; a stable sort by descending score then ranks them. The
+    values are the first top-``k``'s, which hold a row's NaN (the caller refuses it from them).
     """
-    k = values.shape[1]
-    num_items = scores.shape[1]
+    values = torch.topk(scores, k, dim=1).values
     boundary = values[:, -1:]
-    slots = (values == boundary).sum(dim=1, keepdim=True)
-    ramp = torch.arange(num_items, dtype=torch.int32, device=scores.device)
-    rank = ramp if last else ramp.flip(0)  # larger for the columns the policy takes first
-    chosen = torch.topk(rank.masked_fill(scores != boundary, -1), k, dim=1).indices
-    # Slot j (of k) takes the (j - (k - s))-th chosen column where that is >= 0.
-    at = slots + torch.arange(-k, 0, device=scores.device)
-    refilled = chosen.gather(1, at.clamp(min=0))
-    return torch.where(at >= 0, refilled, indices)
+    num_items = scores.shape[1]
+    dtype = torch.int32 if 2 * num_items < 2**31 else torch.int64
+    if last:
+        rank = torch.arange(num_items, dtype=dtype, device=scores.device)
+    else:
+        rank = torch.arange(num_items - 1, -1, -1, dtype=dtype, device=scores.device)
+    key = rank.add(scores > boundary, alpha=num_items).masked_fill_(scores < boundary, -1)
+    chosen = torch.topk(key, k, dim=1).indices
+    order = scores.gather(1, chosen).sort(dim=1, descending=True, stable=True).indices
+    return values, chosen.gather(1, order)
 
 
 @dataclass

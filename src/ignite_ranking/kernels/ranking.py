@@ -22,9 +22,10 @@ the value at the cutoff has a tie across the boundary, and only those rows take 
 that keeps the tied items the policy prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k
 over a key, a few rows at a time, never a sort or a list of the tied items). The selected items
 are then ordered with stable sorts of ``(batch, k)`` values. The generic kernels
-(:mod:`.backend`) list no crossing rows under ``"first"``/``"last"``: every row's boundary slots
-are refilled at once (:func:`~ignite_ranking.kernels.boundary.refill_tied_block`) and its ``k``
-items sorted by index, then by value, in a fixed number of launches and no host read.
+(:mod:`.backend`) list no crossing rows under ``"first"``/``"last"``: a second top-k over a key
+of the score's side of the boundary value and the column
+(:func:`~ignite_ranking.kernels.boundary.top_k_by_index`) takes every row's items at once, in a
+fixed number of launches and no host read.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import torch
 
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, refill_tied_block
+from .boundary import boundary_blocks, fill_tied_slots, top_k_by_index
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
@@ -98,9 +99,8 @@ def _select(scores, k, ties, labels):
     if _by_sort(k, num_items):
         return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels), None, None
     if ties in ("first", "last") and not host_tuned(scores):  # static shapes: no crossing rows
-        values, indices = torch.topk(scores, k, dim=1)
-        indices = refill_tied_block(scores, values, indices, ties == "last")
-        return _by_value_then_index(indices, values, ties == "last"), None, values
+        values, indices = top_k_by_index(scores, k, ties == "last")
+        return indices, None, values
     values, indices = top_k_rows(scores, k + 1)
     crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
     values, indices = values[:, :k], indices[:, :k]
@@ -295,14 +295,6 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     part, part_values = part.gather(1, by_label), part_values.gather(1, by_label)
     part = part.gather(1, part_values.argsort(dim=1, descending=True, stable=True))
     return part if every else indices.index_copy(0, tied, part)
-
-
-def _by_value_then_index(indices, values, last):
-    """``_in_rank_order`` in a fixed number of launches: the items sorted by index (descending if
-    ``last``), then stably by descending value."""
-    by_index, moved = indices.sort(dim=1, descending=last)
-    order = values.gather(1, moved).sort(dim=1, descending=True, stable=True).indices
-    return by_index.gather(1, order)
 
 
 def _runs_by_index(indices, same, last, num_items):
