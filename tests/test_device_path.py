@@ -3,6 +3,7 @@ refusal of NaN input and the device-default warning (issue 35)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -14,6 +15,7 @@ from reference import tied_batch as _tied_batch
 import ignite_ranking as ir
 from ignite_ranking.kernels import backend
 from ignite_ranking.kernels.exact_sum import limb_sums
+from ignite_ranking.kernels.ranking import top_indices
 from ignite_ranking.metrics import devices
 
 
@@ -80,6 +82,39 @@ def test_values_are_bitwise_equal_on_both_paths(monkeypatch, ties):
             out.append(group.compute())
         results[choice] = out
     assert results["auto"] == results["generic"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_the_dense_refill_ranks_as_a_stable_sort(monkeypatch, dtype, ties):
+    """The generic top-k refill of the tied block (no listing) against a stable sort of whole
+    rows, and the metrics on it against the host-tuned path, bitwise: heavy ties at the cutoff,
+    +-inf and -0.0, rows all tied, k close to and past the row, integer and bool labels."""
+    g = torch.Generator().manual_seed(7)
+    for num_items, levels in [(37, 3), (300, 8), (300, 10_000), (1000, 2)]:
+        scores = torch.randint(0, levels, (9, num_items), generator=g).to(torch.float64) / 8 - 0.5
+        special = torch.rand(9, num_items, generator=g)
+        scores[special < 0.05] = math.inf
+        scores[(special > 0.05) & (special < 0.1)] = -math.inf
+        scores[(special > 0.1) & (special < 0.15)] = -0.0
+        scores[0] = 1.0  # one row all tied
+        scores = scores.to(dtype)
+        labels = (torch.rand(9, num_items, generator=g) < 0.2).to(torch.int64)
+        labels[1] = 0  # a row without relevant items
+        key = scores.to(torch.float64) if ties == "first" else scores.to(torch.float64).flip(1)
+        order = torch.argsort(key, dim=1, descending=True, stable=True)
+        expected = order if ties == "first" else num_items - 1 - order
+        for k in (1, 2, 5, num_items // 5, num_items - 1, num_items + 3):
+            results = {}
+            for choice in ("auto", "generic"):
+                monkeypatch.setenv(backend.KERNELS_VARIABLE, choice)
+                top = top_indices(scores, k, ties)
+                assert torch.equal(top, expected[:, :k]), (choice, num_items, k)
+                group = ir.RankingMetrics(_family(sorted({1, k, 2 * k})), ties=ties)
+                group.update((scores, labels))
+                group.update((scores, labels.bool()))
+                results[choice] = group.compute()
+            assert results["auto"] == results["generic"], (num_items, k)
 
 
 def test_compute_reads_the_state_in_one_transfer(generic):
@@ -191,11 +226,6 @@ def _counted_update(name: str, ties: str, num_items: int, eighths: bool):
     return counts
 
 
-@pytest.mark.xfail(
-    reason="issue 35 phase 2: the tied-block listing (nonzero, boolean indexing, bincount) and the "
-    "count_relevant chunk loop still synchronize and grow with the row on the generic path",
-    strict=True,
-)
 @pytest.mark.parametrize("name", sorted(BUDGETS))
 @pytest.mark.parametrize("eighths", [False, True], ids=["continuous", "eighths"])
 @pytest.mark.parametrize("ties", ["first", "last"])
@@ -203,8 +233,21 @@ def test_an_update_never_waits_for_the_host(generic, name, eighths, ties):
     narrow, wide = (_counted_update(name, ties, n, eighths) for n in (10_000, 100_000))
     for counts in (narrow, wide):
         assert counts.syncs == 0, counts.summary()
-        assert counts.launches <= BUDGETS[name], counts.summary()
     assert (narrow.ops, narrow.launches) == (wide.ops, wide.launches)
+
+
+@pytest.mark.xfail(
+    reason="issue 35: MRR 81, NDCG 118, the group 179 launches (docs/performance.md): the exact "
+    "sums (~20), the deferred refusal (~16), the label notes (7) and NDCG's gains (~37) are "
+    "not fused yet",
+    strict=True,
+)
+@pytest.mark.parametrize("name", sorted(BUDGETS))
+@pytest.mark.parametrize("eighths", [False, True], ids=["continuous", "eighths"])
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_an_update_keeps_to_the_launch_budget(generic, name, eighths, ties):
+    counts = _counted_update(name, ties, 10_000, eighths)
+    assert counts.launches <= BUDGETS[name], counts.summary()
 
 
 def test_the_harness_tells_syncs_from_launches():

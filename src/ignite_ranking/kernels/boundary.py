@@ -8,7 +8,8 @@ crossing rows once (a boolean mask, a quarter of float32 scores) and lists the t
 when at most a sixteenth of the mask is set (quantized scores: a few dozen items a row);
 otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
 over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
-whatever the tie pattern.
+whatever the tie pattern. The generic kernels (:mod:`.backend`) rank every row's top items in
+static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "boundary_blocks",
     "fill_tied_slots",
     "row_chunks",
+    "top_k_by_index",
 ]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
@@ -238,6 +240,31 @@ def fill_tied_slots(
             [c[2] for c in chosen]
         )
     return indices
+
+
+def top_k_by_index(scores: torch.Tensor, k: int, last: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(scores, k)``'s values and the ``(batch, k)`` columns ranked under
+    ``ties="first"`` (``last``: ``"last"``), in static shapes (the generic kernels): nothing
+    listed, nothing read on the host, the same launches whatever the ties.
+
+    With ``b`` the ``k``-th value of a row, a second top-``k`` over an integer key takes every
+    item above ``b`` (its column's rank in the policy's index order, plus the row's length) and
+    then the items equal to ``b`` that the policy puts first (the rank alone; -1 below ``b``),
+    in index order within each part; a stable sort by descending score then ranks them. The
+    values are the first top-``k``'s, which hold a row's NaN (the caller refuses it from them).
+    """
+    values = torch.topk(scores, k, dim=1).values
+    boundary = values[:, -1:]
+    num_items = scores.shape[1]
+    dtype = torch.int32 if 2 * num_items < 2**31 else torch.int64
+    if last:
+        rank = torch.arange(num_items, dtype=dtype, device=scores.device)
+    else:
+        rank = torch.arange(num_items - 1, -1, -1, dtype=dtype, device=scores.device)
+    key = rank.add(scores > boundary, alpha=num_items).masked_fill_(scores < boundary, -1)
+    chosen = torch.topk(key, k, dim=1).indices
+    order = scores.gather(1, chosen).sort(dim=1, descending=True, stable=True).indices
+    return values, chosen.gather(1, order)
 
 
 @dataclass

@@ -64,14 +64,17 @@ _MASK = 2**32 - 1
 _CARRY_ROWS = 2**13  # sums carried a pass: 32,768 limbs
 
 
-def limb_sums(values: torch.Tensor) -> torch.Tensor:
-    """The exact sums over the rows of ``(n, ...)`` values, as ``(..., LIMBS)`` carried limbs."""
+def limb_sums(values: torch.Tensor, carried: bool = True) -> torch.Tensor:
+    """The exact sums over the rows of ``(n, ...)`` values, as ``(..., LIMBS)`` carried limbs
+    (``carried=False``: perhaps not carried, for a caller that adds them to a carried state and
+    carries the total; each limb of these is below 2**53 in magnitude)."""
     v = values.to(torch.float64)
     shape = v.shape[1:]
     v = v.reshape(v.shape[0], math.prod(shape))
     rows, columns = v.shape
     if not host_tuned(v) and 0 < rows <= _ROWS:
-        return carry_(_stacked_sums(v).reshape(*shape, LIMBS))
+        stacked = _stacked_sums(v).reshape(*shape, LIMBS)
+        return carry_(stacked) if carried else stacked
     out = torch.zeros((columns, LIMBS), dtype=torch.int64, device=v.device)
     width = max(1, _BLOCK // max(1, min(rows, _ROWS)))
     scratch = torch.empty((2, min(rows, _ROWS), min(width, columns)), dtype=torch.float64, device=v.device)
@@ -104,9 +107,10 @@ def _stacked_sums(v: torch.Tensor) -> torch.Tensor:
     scaled = (v - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
     high = scaled.trunc()
     low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
-    parts = torch.stack((whole, high, low), dim=-1).sum(dim=0)
-    flagged = torch.where(v.abs().amax(dim=0) < _BOUND, 0.0, 1.0)  # 1.0 for NaN
-    return torch.cat((parts, flagged[:, None]), dim=1).to(torch.int64)
+    sums = torch.empty((v.shape[1], LIMBS), dtype=torch.int64, device=v.device)
+    sums[:, :-1] = torch.stack((whole, high, low), dim=-1).sum(dim=0)
+    sums[:, -1] = v.abs().amax(dim=0).lt(_BOUND).logical_not_()  # True for NaN
+    return sums
 
 
 def weighted_limb_sums(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

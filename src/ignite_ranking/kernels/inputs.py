@@ -187,15 +187,19 @@ def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torc
     return labels, math.ceil(relevance_threshold)
 
 
-def count_relevant(y: torch.Tensor, relevance_threshold: float) -> torch.Tensor:
+def count_relevant(y: torch.Tensor, relevance_threshold: float, whole: bool = False) -> torch.Tensor:
     """Number of relevant labels per row, as float64 ``(batch,)``.
 
     Summing a boolean mask is slow on CPU, and a floating mask of the whole batch costs a large
     allocation, so the comparison is written into a small floating buffer a few rows at a time
-    (about 2 MiB) and summed there. float32 counts are exact up to 2**24 items a row.
+    (about 2 MiB) and summed there. float32 counts are exact up to 2**24 items a row. With
+    ``whole`` (the generic kernels: a device sums a mask as fast as anything), one comparison and
+    one sum of the whole batch, two launches whatever its size.
     """
     labels, threshold = comparable_labels(y, relevance_threshold)
     batch, num_items = labels.shape
+    if whole:
+        return torch.ge(labels, threshold).sum(dim=1, dtype=torch.float64)
     dtype = torch.float32 if num_items <= 2**24 else torch.float64
     rows = max(1, 2**19 // max(num_items, 1))
     buffer = torch.empty(min(rows, batch), num_items, dtype=dtype, device=labels.device)

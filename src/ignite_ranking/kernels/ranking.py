@@ -21,7 +21,11 @@ one item more than the cutoff finds the best values; a row whose value after the
 the value at the cutoff has a tie across the boundary, and only those rows take an extra pass
 that keeps the tied items the policy prefers (:mod:`ignite_ranking.kernels.boundary`: a top-k
 over a key, a few rows at a time, never a sort or a list of the tied items). The selected items
-are then ordered with stable sorts of ``(batch, k)`` values.
+are then ordered with stable sorts of ``(batch, k)`` values. The generic kernels
+(:mod:`.backend`) list no crossing rows under ``"first"``/``"last"``: a second top-k over a key
+of the score's side of the boundary value and the column
+(:func:`~ignite_ranking.kernels.boundary.top_k_by_index`) takes every row's items at once, in a
+fixed number of launches and no host read.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import torch
 
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots
+from .boundary import boundary_blocks, fill_tied_slots, top_k_by_index
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
@@ -94,6 +98,9 @@ def _select(scores, k, ties, labels):
     num_items = scores.shape[1]
     if _by_sort(k, num_items):
         return _select_by_sort(scores, min(max(k, 0), num_items), ties, labels), None, None
+    if ties in ("first", "last") and not host_tuned(scores):  # static shapes: no crossing rows
+        values, indices = top_k_by_index(scores, k, ties == "last")
+        return indices, None, values
     values, indices = top_k_rows(scores, k + 1)
     crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
     values, indices = values[:, :k], indices[:, :k]
@@ -362,7 +369,7 @@ def rank_batch(
     keep_labels = labels
     defer = not host_tuned(y_pred)
     labels, threshold = comparable_labels(y, relevance_threshold)
-    num_relevant = count_relevant(y, relevance_threshold) if cover_relevant else None
+    num_relevant = count_relevant(y, relevance_threshold, whole=defer) if cover_relevant else None
     depth = min(depth, y.shape[1])
     best = levels = labels_seen = None
     if ideal:
@@ -484,6 +491,8 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
         counts = flags.sum(dim=1).to(torch.float64)
         if not count:
             return (counts > 0).to(torch.float64), None
+        if best.shape[1] > depth and not host_tuned(y):  # every row counted: no list of rows
+            return count_relevant(y, relevance_threshold, whole=True), None
         if best.shape[1] > depth:
             beyond = flags[:, depth].nonzero().squeeze(1)
             if 2 * beyond.numel() > y.shape[0]:
@@ -494,7 +503,7 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
                 counts[rows] = count_relevant(y.index_select(0, rows), relevance_threshold)
         return counts, None
     if count:
-        return count_relevant(y, relevance_threshold), None
+        return count_relevant(y, relevance_threshold, whole=not host_tuned(y)), None
     if y.shape[1]:
         row_max = labels.amax(dim=1)
         return (row_max >= threshold).to(torch.float64), row_max

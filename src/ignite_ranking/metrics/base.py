@@ -428,7 +428,7 @@ class RankingMetric(EngineMetric):
         if self._pending_sums is not None:
             self._pending_sums.append((self, values))
         else:
-            self._add_to_sums(limb_sums(values))
+            self._add_to_sums(limb_sums(values, carried=False))  # carried there
 
     def _add_to_sums(self, *sums: torch.Tensor) -> None:
         """Adds ``sums``, limbs of consecutive rows of the state (expanded views too), in place."""

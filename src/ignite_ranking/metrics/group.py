@@ -467,9 +467,9 @@ def add_pending_sums(pending: list[tuple[RankingMetric, torch.Tensor]]) -> None:
     first = pending[0][1]
     if any(v.shape[0] != first.shape[0] or v.device != first.device for _, v in pending):
         for metric, values in pending:
-            metric._add_to_sums(limb_sums(values))
+            metric._add_to_sums(limb_sums(values, carried=False))
         return
-    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1))
+    sums = limb_sums(torch.cat([v.to(torch.float64) for _, v in pending], dim=1), carried=False)
     widths = [values.shape[1] for _, values in pending]
     states = [metric._sum_per_k[:width] for (metric, _), width in zip(pending, widths, strict=True)]
     if any(state.device != sums.device for state in states):

@@ -51,6 +51,9 @@ class DeferredRefusal:
         """Runs ``accumulate`` (which adds a batch to ``metrics``' sums and counts), then takes
         its additions back on the device if ``codes`` refuse the batch."""
         accept = self.note(codes)
+        if len(metrics) > 1 and len({m._sum_per_k.device for m in metrics}) == 1:
+            _taken_back_together(metrics, accept, accumulate)
+            return
         saved = [(m._sum_per_k.clone(), m._num_examples.clone()) for m in metrics]
         accumulate()
         for metric, (sums, count) in zip(metrics, saved, strict=True):
@@ -67,6 +70,21 @@ class DeferredRefusal:
         error = refusal_error(self.read().tolist())
         if error is not None:
             raise error
+
+
+def _taken_back_together(metrics: Sequence, accept: torch.Tensor, accumulate: Callable[[], None]) -> None:
+    """``taken_back`` for a group's members on one device, in a fixed number of launches: their
+    sums and counts saved and restored side by side; each member's state becomes its rows
+    (views) of the result."""
+    sums = [m._sum_per_k for m in metrics]
+    saved_sums, saved_counts = torch.cat(sums), torch.stack([m._num_examples for m in metrics])
+    accumulate()
+    keep = accept.to(saved_sums.device)
+    kept_sums = torch.where(keep, torch.cat([m._sum_per_k for m in metrics]), saved_sums)
+    kept_counts = torch.where(keep, torch.stack([m._num_examples for m in metrics]), saved_counts)
+    rows = kept_sums.split([part.shape[0] for part in sums])
+    for metric, part, count in zip(metrics, rows, kept_counts.unbind(), strict=True):
+        metric._sum_per_k, metric._num_examples = part, count
 
 
 def refusal_error(record: Sequence[int]) -> ValueError | None:
