@@ -6,13 +6,14 @@ fresh evaluator and metric loaded from it, run on data that differ in one respec
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
 import torch
 from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint
-from resume_cases import dataset, make
+from resume_cases import dataset, make, result
 from torch.utils.data import DataLoader
 
 from ignite_ranking import MAP, MRR
@@ -162,3 +163,95 @@ def test_a_state_saved_after_the_epoch_loads_without_a_position_or_warning(saved
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _resume({"metric": state}, objects=("metric",)) == saved[1]
+
+
+def _every_iteration(kind="group", form="flat", max_epochs=1):
+    """The objects' states at every iteration (and epoch end), and the full result."""
+    evaluator, metric, loader = make(form, kind, dataset(form, 1))
+    saved = {}
+
+    @evaluator.on(Events.ITERATION_COMPLETED)
+    def save(engine):
+        states = {"metric": metric.state_dict(), "evaluator": engine.state_dict()}
+        saved[engine.state.iteration] = copy.deepcopy(states)
+
+    evaluator.run(loader, max_epochs=max_epochs)
+    return saved, result(evaluator, metric)
+
+
+def _resumed(kind, form, checkpoint, max_epochs=1):
+    evaluator, metric, loader = make(form, kind, dataset(form, 1))
+    Checkpoint.load_objects({"metric": metric, "evaluator": evaluator}, copy.deepcopy(checkpoint))
+    evaluator.run(loader, max_epochs=max_epochs)
+    return result(evaluator, metric)
+
+
+@pytest.mark.parametrize(("kind", "max_epochs"), [("group", 1), ("single", 2)])
+def test_every_iteration_resumes_exactly_and_the_last_one_without_a_warning(kind, max_epochs):
+    # The last iteration of an epoch counted it whole: the next epoch (or, the run done, ignite's
+    # new run) starts clean, as it should, and without telling the user to load what they did.
+    checkpoints, expected = _every_iteration(kind, max_epochs=max_epochs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for checkpoint in checkpoints.values():
+            assert _resumed(kind, "flat", checkpoint, max_epochs) == expected
+
+
+def test_a_resumed_run_interrupted_again_resumes_exactly():
+    checkpoints, expected = _every_iteration()
+    evaluator, metric, loader = make("flat", "group", dataset("flat", 1))
+    Checkpoint.load_objects({"metric": metric, "evaluator": evaluator}, copy.deepcopy(checkpoints[2]))
+    again = {}
+    evaluator.add_event_handler(
+        Events.ITERATION_COMPLETED(once=5),
+        lambda e: again.update(metric=copy.deepcopy(metric.state_dict()), evaluator=e.state_dict()),
+    )
+    evaluator.run(loader)
+    assert result(evaluator, metric) == expected
+    assert _resumed("group", "flat", again) == expected
+
+
+def test_a_metric_reset_by_hand_after_a_load_resumes_nothing(saved):
+    checkpoint, expected = saved
+    evaluator, metric, loader = make("dense", "single", dataset("dense", 1))
+    metric.load_state_dict(checkpoint["metric"])
+    metric.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "the state loaded into it is reset": it was, by hand
+        assert dict(evaluator.run(loader).metrics) == expected
+    evaluator, metric, loader = make("dense", "single", dataset("dense", 1))
+    Checkpoint.load_objects({"metric": metric, "evaluator": evaluator}, checkpoint)
+    metric.reset()  # the engine still resumes: the metric says it counts the rest only
+    with pytest.warns(UserWarning, match=r"no state was loaded into this metric \(or it was reset since\)"):
+        evaluator.run(loader)
+
+
+def test_epoch_2_on_rank_0_s_engine_state_reads_this_rank_s_batches_once():
+    # Every process loads rank 0's engine state, whose epoch length is its own: rank 1 of 2 has
+    # one batch less (3 of 4), and ignite would read its data again to make up rank 0's count.
+    data = dataset("dense", 1)
+
+    def engine_on(rank, save_at=None):
+        evaluator, metric = Engine(lambda engine, batch: tuple(batch)), MAP([3, 5])
+        metric.attach(evaluator, "map")
+        saved = {}
+        if save_at is not None:
+            evaluator.add_event_handler(
+                save_at, lambda e: saved.update(metric=metric.state_dict(), evaluator=e.state_dict())
+            )
+        sampler = EvaluationSampler(data, num_replicas=2, rank=rank)
+        return evaluator, metric, DataLoader(data, batch_size=4, sampler=sampler), saved
+
+    rank0, _, loader0, epoch_end = engine_on(0, Events.EPOCH_COMPLETED(once=1))
+    rank0.run(loader0, max_epochs=2)
+    rank0, _, loader0, rank0_mid = engine_on(0, Events.ITERATION_COMPLETED(once=4 + 2))
+    rank0.run(loader0, max_epochs=2)
+    rank1, _, loader1, rank1_mid = engine_on(1, Events.ITERATION_COMPLETED(once=3 + 2))
+    expected = rank1.run(loader1, max_epochs=2).metrics
+    assert epoch_end["evaluator"]["epoch_length"] == 4 and len(loader1) == 3
+    after_epoch_1 = {"evaluator": epoch_end["evaluator"]}
+    for checkpoint in (after_epoch_1, {**rank1_mid, "evaluator": rank0_mid["evaluator"]}):
+        evaluator, metric, loader, _ = engine_on(1)
+        objects = {"metric": metric, "evaluator": evaluator}
+        Checkpoint.load_objects({name: objects[name] for name in checkpoint}, checkpoint)
+        assert evaluator.run(loader).metrics == expected

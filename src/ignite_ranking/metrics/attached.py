@@ -65,6 +65,10 @@ class EngineMetric(Metric):
             end_epoch(engine)
             self._engine_position = None
 
+    def _forget_loaded_state(self) -> None:
+        """Called by ``reset``: a metric reset by hand after a load resumes no epoch."""
+        self.__dict__.pop("_loaded_position", None)
+
     def state_dict(self) -> OrderedDict:
         """As ignite's (one state per process, all-gathered); during an engine's epoch (until its
         ``EPOCH_COMPLETED``), each also holds the engine's position in it, which a resumed epoch

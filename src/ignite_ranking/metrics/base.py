@@ -1,8 +1,7 @@
 """The shared base of every ranking metric: its lifecycle, from the options to ``compute``.
 
-Each other idea lives beside it: the option checks (``options``), input normalization
-(``batches``), the cutoffs past the ranked depth (``cutoff_tail``), per-query values
-(``per_query``), the saved state (``state``) and the t-intervals (``intervals``).
+Each other idea has its module beside it: ``options``, ``batches`` (input forms), ``cutoff_tail``
+(cutoffs past the ranked depth), ``per_query``, ``state`` (the saved state) and ``intervals``.
 """
 
 from __future__ import annotations
@@ -277,6 +276,7 @@ class RankingMetric(EngineMetric):
         else:
             self._label_notes = LabelNotes()
         self._refusal = self._refusal.reset() if "_refusal" in self.__dict__ else DeferredRefusal()
+        self._forget_loaded_state()
 
     def _reset_per_query(self) -> None:
         self._query_values: list[torch.Tensor] = []

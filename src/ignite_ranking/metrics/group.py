@@ -129,6 +129,7 @@ class RankingMetrics(EngineMetric, MetricGroup):
 
     def reset(self) -> None:
         self._held = None
+        self._forget_loaded_state()
         super().reset()
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import sys
 import warnings
 from collections.abc import Mapping
 
@@ -69,6 +70,14 @@ def describe(data: object) -> dict:
     except TypeError:
         size = None
     return {"sampler": kind, "length": size}
+
+
+def _length(data: object) -> int:
+    """The number of batches in ``data``'s epoch (the largest int if it has no ``len()``)."""
+    try:
+        return len(data)  # type: ignore[arg-type]
+    except TypeError:
+        return sys.maxsize
 
 
 def _skippable(data: object) -> EvaluationSampler | None:
@@ -145,7 +154,9 @@ def start_epoch(metric, engine: Engine) -> bool:
     if done == 0:
         if sampler is not None:
             sampler.resume_after(0)
-        if isinstance(loaded, dict) and loaded["batches"]:
+            if engine.state.epoch_length and engine.state.epoch_length > len(data):  # type: ignore[arg-type]
+                _own_epoch(engine, len(data), 0)  # type: ignore[arg-type]
+        if isinstance(loaded, dict) and 0 < loaded["batches"] < _length(data):  # a whole epoch: done
             warnings.warn(
                 f"{owner}: the state loaded into it (after {loaded['batches']} batches) is reset, since the "
                 "engine starts its epoch from the first batch; to resume, load the engine's state too "
@@ -158,8 +169,8 @@ def start_epoch(metric, engine: Engine) -> bool:
     if loaded is NOTHING_LOADED:
         warnings.warn(
             f"{owner}: the engine resumes its epoch after {done} batches, and no state was loaded into this "
-            "metric, so it counts only the batches from there on; load its state from the same "
-            "checkpoint as the engine's for the result of the whole epoch.",
+            "metric (or it was reset since), so it counts only the batches from there on; load its state "
+            "from the same checkpoint as the engine's for the result of the whole epoch.",
             UserWarning,
             stacklevel=3,
         )
@@ -191,11 +202,18 @@ def start_epoch(metric, engine: Engine) -> bool:
             "adding the Checkpoint handler to the same event)."
         )
     sampler.resume_after(min(done * described["batch_size"], len(sampler)))
-    # The engine's state comes from rank 0's checkpoint; this rank may run another number of batches.
     if engine.state.epoch_length != len(data):  # type: ignore[arg-type]
-        engine.state.epoch_length = len(data)  # type: ignore[arg-type]
+        _own_epoch(engine, len(data), done)  # type: ignore[arg-type]
     metric._engine_position = {"batches": done, "data": described}
     return True
+
+
+def _own_epoch(engine: Engine, length: int, done: int) -> None:
+    """This rank's epoch length and iteration count in place of rank 0's, which every process
+    loads from its checkpoint: ignite would read this rank's data again to make up rank 0's
+    count, and starts its count in the epoch at ``iteration % epoch_length``."""
+    engine.state.epoch_length = length
+    engine.state.iteration = (engine.state.epoch - 1) * length + done
 
 
 def end_epoch(engine: Engine) -> None:

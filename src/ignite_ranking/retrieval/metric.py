@@ -1,15 +1,16 @@
 """An Ignite metric that evaluates an embedding model during training, as evaluate_embeddings does.
 
-:class:`EmbeddingRetrieval` encodes the corpus once per evaluation (at ``reset``, each process
-its own shard, from a corpus DataLoader and the user's encode function), keeps the query
-embeddings of the batches the evaluator sees, and at ``compute`` ranks the whole corpus for them
+:class:`EmbeddingRetrieval` keeps the query embeddings of the batches the evaluator sees; at
+``compute`` it encodes the corpus once (each process its own shard, from a corpus DataLoader and
+the user's encode function) and ranks the whole corpus for the queries
 with :func:`~ignite_ranking.retrieval.evaluate_embeddings` (sharded over the processes under
 ``ignite.distributed``): the same numbers as the functional form on the same embeddings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Callable, Iterable, Iterator
 
 import ignite.distributed as idist
 import torch
@@ -25,14 +26,17 @@ class EmbeddingRetrieval(Metric):
     """Retrieval measures of the query embeddings an evaluator produces, over a whole corpus.
 
     Args:
-        corpus: an iterable (a DataLoader) of ``(inputs, ids)`` batches: this process's shard
-            of the corpus (under ``ignite.distributed``, the shards in rank order are the
-            corpus; give each process a different part), read once per evaluation.
+        corpus: a re-iterable (a DataLoader, a list; not a generator) of ``(inputs, ids)``
+            batches: this process's shard of the corpus (under ``ignite.distributed``, the
+            shards in rank order are the corpus; give each process a different part), read
+            once per evaluation, at ``compute``.
         encode: ``encode(inputs) -> (batch, d)`` corpus embeddings (run under ``torch.no_grad``).
         qrels: as :func:`~ignite_ranking.retrieval.evaluate_embeddings` takes them.
-        output_transform: the engine's output to ``(query_embeddings, query_ids)``.
+        output_transform: the engine's output to ``(query_embeddings, query_ids)``, one id
+            (str or int) per row.
         **options: ``measures``, ``similarity``, ``convention``, ``ignore_identical_ids``,
-            ``batch_size``, ``chunk_size``... passed to ``evaluate_embeddings``.
+            ``batch_size``, ``chunk_size``... passed to ``evaluate_embeddings`` (checked here;
+            the ids and the group come from the batches and ``ignite.distributed``).
 
     ``compute()`` returns ``{key: mean}``; attached, each key becomes an ``engine.state.metrics``
     entry (Ignite's rule for a dict result).
@@ -42,7 +46,6 @@ class EmbeddingRetrieval(Metric):
         >>> from ignite_ranking.retrieval import EmbeddingRetrieval
         >>> corpus = [(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), ["x", "y"])]
         >>> metric = EmbeddingRetrieval(corpus, lambda inputs: inputs, {"a": {"y": 1}}, measures=["mrr@10"])
-        >>> metric.reset()
         >>> metric.update((torch.tensor([[0.2, 0.9]]), ["a"]))
         >>> metric.compute()
         {'mrr@10': 1.0}
@@ -57,36 +60,79 @@ class EmbeddingRetrieval(Metric):
         device: str | torch.device = "cpu",
         **options,
     ):
+        if isinstance(corpus, Iterator):
+            raise TypeError(
+                f"corpus must be read again at every evaluation, and a {type(corpus).__name__} is read "
+                "once: give a DataLoader or a list of (inputs, ids) batches."
+            )
+        set_here = sorted(set(options) & _SET_HERE)
+        unknown = sorted(set(options) - _OPTIONS - _SET_HERE)
+        if set_here or unknown:
+            raise TypeError(
+                f"EmbeddingRetrieval got {set_here or unknown}: "
+                + (
+                    "the ids come with the batches (query ids from output_transform, corpus ids from the "
+                    "corpus loader) and the group from ignite.distributed"
+                    if set_here
+                    else f"evaluate_embeddings takes {sorted(_OPTIONS)}"
+                )
+            )
         self._corpus_loader, self._encode, self._qrels, self._options = corpus, encode, qrels, options
         super().__init__(output_transform=output_transform, device=device)
 
     def reset(self) -> None:
-        embeddings, ids = [], []
-        with torch.no_grad():
-            for inputs, batch_ids in self._corpus_loader:
-                embeddings.append(self._encode(inputs).detach())
-                ids.extend(batch_ids.tolist() if isinstance(batch_ids, torch.Tensor) else batch_ids)
-        self._corpus = torch.cat(embeddings) if embeddings else torch.zeros(0, 0)
-        self._corpus_ids = ids
         self._queries: list[torch.Tensor] = []
         self._query_ids: list = []
 
     def update(self, output) -> None:
         embeddings, ids = output
         self._queries.append(embeddings.detach())
-        self._query_ids.extend(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
+        self._query_ids.extend(_batch_ids(ids, embeddings, "query"))
+
+    def _encoded_corpus(self, queries: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """This process's corpus shard, encoded now, and its ids."""
+        embeddings, ids = [], []
+        with torch.no_grad():
+            for inputs, batch_ids in self._corpus_loader:
+                embeddings.append(self._encode(inputs).detach())
+                ids.extend(_batch_ids(batch_ids, embeddings[-1], "corpus"))
+        if embeddings:
+            return torch.cat(embeddings), ids
+        if idist.get_world_size() == 1:
+            raise ValueError("the corpus loader yielded no batch: there is no document to rank.")
+        return queries.new_zeros(0, queries.shape[-1]), ids  # an empty shard
 
     def compute(self) -> dict[str, float]:
-        width = self._corpus.shape[1]
-        queries = torch.cat(self._queries) if self._queries else self._corpus.new_zeros(0, width)
+        queries = torch.cat(self._queries) if self._queries else torch.zeros(0, 0)
         query_ids, group = self._query_ids, None
         if idist.get_world_size() > 1:  # every process ranks every query, over its corpus shard
             gathered: list = [None] * idist.get_world_size()
             dist.all_gather_object(gathered, (queries.cpu(), query_ids))
-            queries = torch.cat([part[0] for part in gathered]).to(self._corpus.device)
+            queries = torch.cat([part[0] for part in gathered if len(part[1])] or [queries])
             query_ids = [i for part in gathered for i in part[1]]
             group = dist.group.WORLD
+        corpus, corpus_ids = self._encoded_corpus(queries)
         return evaluate_embeddings(
-            queries.to(self._corpus.dtype), self._corpus, self._qrels, query_ids=query_ids,
-            corpus_ids=self._corpus_ids, group=group, **self._options,
+            queries.to(corpus.device, corpus.dtype), corpus, self._qrels, query_ids=query_ids,
+            corpus_ids=corpus_ids, group=group, **self._options,
         )  # fmt: skip
+
+
+# What the metric passes to evaluate_embeddings itself, and what the user may.
+_SET_HERE = frozenset({"query_embeddings", "corpus_embeddings", "query_ids", "corpus_ids", "group"})
+_OPTIONS = frozenset(inspect.signature(evaluate_embeddings).parameters) - _SET_HERE - {"qrels"}
+
+
+def _batch_ids(ids: object, embeddings: torch.Tensor, name: str) -> list:
+    """One batch's ids as a list, one per embedding row, or a clear error."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise TypeError(f"a {name} batch's ids must be a list or tensor of ids, one per row, got {ids!r}.")
+    ids = list(ids)
+    if len(ids) != embeddings.shape[0]:
+        raise ValueError(
+            f"a {name} batch has {embeddings.shape[0]} embeddings and {len(ids)} ids: give one id per row "
+            "(else the ids after it would be paired with the wrong rows)."
+        )
+    return ids
