@@ -104,10 +104,11 @@ def evaluate_embeddings(
     )
     table = as_qrels_dict(qrels)
     ids, offset, num_items = _global_ids(corpus_ids, group)
-    queries, corpus = _prepared(query_embeddings, corpus_embeddings, similarity)
     order = _tie_permutation(ids, conv, group)
+    corpus = corpus_embeddings
     if order is not None:  # rank the rows in id order, so that the row tie rule is the id order
-        corpus, ids = corpus[order.to(corpus.device)], [ids[i] for i in order.tolist()]
+        corpus, ids = corpus.index_select(0, order.to(corpus.device)), [ids[i] for i in order.tolist()]
+    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=order is not None)
     ties = "last" if conv.tie_order == "id_descending" else "first"
 
     evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
@@ -238,9 +239,11 @@ def _global_ids(corpus_ids: list, group) -> tuple[list, int, int | None]:
     return [i for part in gathered for i in part], sum(sizes[:rank]), sum(sizes)
 
 
-def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity) -> tuple[torch.Tensor, torch.Tensor]:
+def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool):
+    """The embeddings as ``top_k`` scores them; ``owned``: ``corpus`` is a copy of ours, so a
+    cosine normalizes it in place (one corpus copy at a time, not two)."""
     if similarity == "cosine":
-        return torch.nn.functional.normalize(queries, dim=1), torch.nn.functional.normalize(corpus, dim=1)
+        return _unit(queries, in_place=False), _unit(corpus, in_place=owned)
     if similarity == "euclidean":  # 2 q.c - |c|^2 = |q|^2 - |q - c|^2: the order of -|q - c|
         ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
         norms = corpus.square().sum(dim=1, keepdim=True)
@@ -248,12 +251,11 @@ def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity) -> tuple[
     return queries, corpus
 
 
-def _order_key(doc: object) -> tuple:
-    return (
-        (isinstance(doc, str), doc)
-        if isinstance(doc, (int, str)) and not isinstance(doc, bool)
-        else (True, str(doc))
-    )
+def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
+    """``torch.nn.functional.normalize(rows, dim=1)``, bit for bit, in place if asked."""
+    if not in_place:
+        return torch.nn.functional.normalize(rows, dim=1)
+    return rows.div_(rows.norm(2, 1, keepdim=True).clamp_min_(1e-12))
 
 
 def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
@@ -262,7 +264,7 @@ def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
     if conv.tie_order == "row":
         return None
     key = str if conv.str_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else int
-    order = sorted(range(len(ids)), key=lambda row: key(ids[row]))
+    order = sorted(range(len(ids)), key=list(map(key, ids)).__getitem__)
     if order == list(range(len(ids))):
         return None
     if group is not None:
