@@ -10,6 +10,8 @@ under the conventions of :mod:`~ignite_ranking.retrieval.conventions`.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import torch
@@ -100,14 +102,15 @@ def evaluate_embeddings(
     _check_embeddings(query_embeddings, corpus_embeddings, callable(similarity))
     query_ids, corpus_ids = (
         _ids(query_ids, query_embeddings, "query"),
-        _ids(corpus_ids, corpus_embeddings, "corpus"),
+        _ids(corpus_ids, corpus_embeddings, "corpus", distinct=conv.tie_order == "row"),
     )
     table = as_qrels_dict(qrels)
     ids, offset, num_items = _global_ids(corpus_ids, group)
     order = _tie_permutation(ids, conv, group)
     corpus = corpus_embeddings
     if order is not None:  # rank the rows in id order, so that the row tie rule is the id order
-        corpus, ids = corpus.index_select(0, order.to(corpus.device)), [ids[i] for i in order.tolist()]
+        ids = [ids[i] for i in order]
+        corpus = corpus.index_select(0, torch.tensor(order, dtype=torch.int64, device=corpus.device))
     queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=order is not None)
     ties = "last" if conv.tie_order == "id_descending" else "first"
 
@@ -116,9 +119,10 @@ def evaluate_embeddings(
         raise ValueError(
             "no query of query_ids has a judgement to evaluate (check that the ids match the qrels)"
         )
-    row_of = {str(doc): row for row, doc in enumerate(ids)}
-    if len(row_of) != len(ids):
+    if group is not None and conv.tie_order == "row" and len({str(doc) for doc in ids}) != len(ids):
         raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
+    named = _named_documents(table, [str(query_ids[i]) for i in evaluated], exclude, ignore_identical_ids)
+    row_of = {name: row for row, doc in enumerate(ids) if (name := str(doc)) in named}
     k = max(k for _, k in asked)
     names = [conv.key_of(family, cutoff, sim_name) for family, cutoff in asked]
     metrics = _metrics(asked, names, conv, per_query)
@@ -206,13 +210,14 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
-def _ids(ids: object, embeddings: torch.Tensor, name: str) -> list:
+def _ids(ids: object, embeddings: torch.Tensor, name: str, distinct: bool = True) -> list:
+    """The ids as a list, checked; ``distinct=False`` leaves their repeats to the id sort."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise TypeError(f"{name}_ids must be a sequence of str or int ids, got {type(ids).__name__}")
     ids = list(ids)
     if len(ids) != embeddings.shape[0]:
         raise ValueError(f"{name}_ids has {len(ids)} ids for {embeddings.shape[0]} {name} embeddings")
-    if len({str(i) for i in ids}) != len(ids):
+    if distinct and len({str(i) for i in ids}) != len(ids):
         raise ValueError(f"{name}_ids hold an id twice (ids are compared as str)")
     return ids
 
@@ -258,15 +263,20 @@ def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
     return rows.div_(rows.norm(2, 1, keepdim=True).clamp_min_(1e-12))
 
 
-def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
+def _tie_permutation(ids: list, conv: Convention, group) -> list[int] | None:
     """The permutation that puts the corpus in id order, or None where the rows are in it
-    already or the convention orders ties by row; refused with a group (shards cannot move)."""
+    already or the convention orders ties by row; refused with a group (shards cannot move).
+    Refuses an id held twice, found next to itself in that order (no set of the corpus)."""
     if conv.tie_order == "row":
         return None
     key = str if conv.str_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else int
-    order = sorted(range(len(ids)), key=list(map(key, ids)).__getitem__)
-    if order == list(range(len(ids))):
+    keys = list(map(key, ids))  # distinct ints have distinct str: one repeat test for both
+    if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
         return None
+    order = sorted(range(len(ids)), key=keys.__getitem__)
+    keys = [keys[row] for row in order]
+    if any(map(operator.eq, keys, itertools.islice(keys, 1, None))):
+        raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
     if group is not None:
         raise ValueError(
             f"convention={conv.name!r} orders equal scores by document id: with a group, the shards "
@@ -274,7 +284,7 @@ def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
             if key is str
             else "sorted by id"
         )
-    return torch.tensor(order, dtype=torch.int64)
+    return order
 
 
 def _share(group, count: int) -> tuple[int, int]:
@@ -298,6 +308,17 @@ def _counts(judged: Mapping[str, float], conv: Convention) -> bool:
     """Whether a judged query is evaluated: under the convention's rule for those without a
     relevant document (sentence-transformers' every listed one is)."""
     return conv.binary or conv.count_zero_hits or any(grade >= 1 for grade in judged.values())
+
+
+def _named_documents(table, wanted, exclude, ignore_identical_ids) -> set[str]:
+    """The documents the judgements and exclusions of the ``wanted`` queries name: the only
+    ones whose rows are looked up (a dict over the whole corpus costs more than its block)."""
+    named = {doc for query in wanted for doc in table[query]}
+    if exclude is not None:
+        named.update(str(doc) for query, docs in exclude.items() for doc in docs)
+    if ignore_identical_ids:
+        named.update(wanted)
+    return named
 
 
 def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Tensor | None:
