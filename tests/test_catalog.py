@@ -104,6 +104,29 @@ def test_equals_dense_ranking_on_wider_chunks(seed: int, method: str) -> None:
     assert torch.equal(got[1], expected[1]) and torch.equal(got[0], expected[0])
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_equals_dense_ranking_with_a_bounded_first_chunk_and_strided_blocks(seed: int, method: str) -> None:
+    # A chunk 16 k wide or more bounds its open rows by the k-th of its group maxima, not its
+    # own top k; a scorer's non-contiguous blocks are read back by flat offset all the same.
+    rng = random.Random(seed)
+    batch, num_items = rng.randint(1, 30), rng.randint(300, 900)
+    ties = "first" if seed % 2 else "last"
+    k = rng.choice([1, 3, 10])
+    chunk_size = rng.choice([16 * k, 16 * k + 5, 320, None])
+    queries = torch.randint(-3, 4, (batch, 3)).float()
+    items = torch.randint(-3, 4, (num_items, 3)).float()
+    scores = queries @ items.T
+    ids, mask = excluded_ids(rng, batch, num_items, rng.choice([0, 5, 50]))
+    expected = reference(scores, k, mask, ties)
+    got = catalog.top_k(queries, items, k, exclude=ids, chunk_size=chunk_size, ties=ties)
+    assert torch.equal(got[1], expected[1]) and torch.equal(got[0], expected[0])
+    strided = lambda start, stop: scores[:, start:stop].T.contiguous().T  # noqa: E731
+    got = catalog.top_k(
+        queries, strided, k, exclude=ids, chunk_size=chunk_size, ties=ties, num_items=num_items
+    )
+    assert torch.equal(got[1], expected[1]) and torch.equal(got[0], expected[0])
+
+
 def _ids_of(mask: torch.Tensor, batch: int) -> torch.Tensor:
     """The mask's items as a (batch, m) id tensor padded with -1 at the front of each row."""
     width = int(mask.sum(1).max()) if mask.numel() else 0

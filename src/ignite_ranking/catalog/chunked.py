@@ -179,10 +179,16 @@ def _chunk_size(chunk_size: object, batch: int, dtype: torch.dtype) -> int:
     """``chunk_size`` checked, or the default that keeps the score block near BLOCK_BYTES."""
     if chunk_size is None:
         itemsize = torch.empty(0, dtype=dtype).element_size()
-        return max(1, BLOCK_BYTES // max(1, batch * itemsize))
+        size = max(1, BLOCK_BYTES // max(1, batch * itemsize))
+        return size - size % _ALIGN if size > _ALIGN else size
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}.")
     return chunk_size
+
+
+_ALIGN = 64
+"""A default chunk is a multiple of this many items: the CPU matmul writes a block whose rows are
+not a multiple of 16 scores up to twice as slowly."""
 
 
 def _scorer(queries, items, num_items):
@@ -437,11 +443,10 @@ def _filter_chunk(scores, start, ex_rows, ex_cols, state: _State, pending: _Pend
     width = scores.shape[1]
     if not state.all_full:
         open_rows = (state.ids[:, -1] < 0).nonzero().squeeze(1)
-        rows, cols = _open_row_candidates(scores, open_rows, ex_rows, ex_cols, state.depth)
-        pending.add(rows, cols + start, scores[rows, cols], from_open_rows=True)
-    rows, cols = _above(scores, state.kth())
+        rows, cols, values = _open_row_candidates(scores, open_rows, ex_rows, ex_cols, state.depth)
+        pending.add(rows, cols + start, values, from_open_rows=True)
+    rows, cols, values = _above(scores, state.kth())
     if rows.numel():
-        values = scores[rows, cols]
         if ex_rows is not None:
             # Excluded entries never become candidates: drop those that passed the filter.
             keep = ~torch.isin(rows * width + cols, ex_rows * width + ex_cols)
@@ -454,35 +459,52 @@ def _filter_chunk(scores, start, ex_rows, ex_cols, state: _State, pending: _Pend
 _GROUP = 32  # columns summarized by one maximum in the filter's single pass
 
 
-def _above(scores: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(rows, cols)`` of the entries ``> threshold[row]``, columns ascending per row.
+def _above(scores: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(rows, cols, values)`` of the entries ``> threshold[row]``, columns ascending per row.
 
     One pass reads the block: the maximum of every 32 consecutive scores of a row (reading
     memory once, writing 1/32 of it). Only the groups whose maximum is above the row's
-    threshold, a few per row once the top k has settled, are compared entry by entry. NaN,
-    which every maximum it enters propagates, is refused.
+    threshold, a few per row once the top k has settled, are read again, by their flat offsets
+    in the block, and compared entry by entry. NaN, which every maximum it enters propagates,
+    is refused.
     """
     width = scores.shape[1]
     whole = width - width % _GROUP
-    groups = scores[:, :whole].unflatten(1, (-1, _GROUP))
-    maxima = groups.amax(-1)
+    maxima = scores[:, :whole].unflatten(1, (-1, _GROUP)).amax(-1)
     tail = scores[:, whole:]
     if (maxima.numel() and maxima.amax().isnan()) or (tail.numel() and tail.isnan().any()):
         raise ValueError(_NAN_MESSAGE)
-    hit_rows, hit_groups = (maxima > threshold[:, None]).nonzero(as_tuple=True)
-    which, offset = (groups[hit_rows, hit_groups] > threshold[hit_rows, None]).nonzero(as_tuple=True)
-    rows, cols = hit_rows[which], hit_groups[which] * _GROUP + offset
+    hits = (maxima > threshold[:, None]).view(-1).nonzero().squeeze(1)  # row * groups + group
+    hit_rows = hits.div(max(1, maxima.shape[1]), rounding_mode="floor")
+    first = hits * _GROUP if whole == width else hits * _GROUP + hit_rows * (width - whole)
+    if whole == width and scores.is_contiguous():  # each hit group is a row of the block's view
+        entries = scores.view(-1, _GROUP).index_select(0, hits)
+    else:
+        offsets = (first[:, None] + torch.arange(_GROUP, device=scores.device)).view(-1)
+        entries = scores.reshape(-1).index_select(0, offsets).view(-1, _GROUP)
+    passed = (entries > threshold.index_select(0, hit_rows)[:, None]).view(-1).nonzero().squeeze(1)
+    values = entries.view(-1).index_select(0, passed)
+    flat = first.index_select(0, passed.div(_GROUP, rounding_mode="floor")) + passed % _GROUP
+    rows = flat.div(width, rounding_mode="floor")
+    cols = flat - rows * width
     if whole == width:
-        return rows, cols
-    tail_rows, tail_cols = (tail > threshold[:, None]).nonzero(as_tuple=True)
-    return torch.cat([rows, tail_rows]), torch.cat([cols, tail_cols + whole])
+        return rows, cols, values
+    passed = tail > threshold[:, None]
+    tail_rows, tail_cols = passed.nonzero(as_tuple=True)
+    return (
+        torch.cat([rows, tail_rows]),
+        torch.cat([cols, tail_cols + whole]),
+        torch.cat([values, tail[passed]]),
+    )
 
 
 def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
-    """Entries of rows holding fewer than k items that may enter: at least their chunk's top k.
+    """``(rows, cols, values)`` of the entries of rows holding fewer than k items that may
+    enter: at least their chunk's top k.
 
-    With excluded entries set to ``-inf``, the ``min(k, width)``-th best score of the row is at
-    most its k-th best candidate's, so every candidate of the chunk's top k scores at least that.
+    With excluded entries set to ``-inf``, a lower bound of the ``min(k, width)``-th best score
+    of the row is at most its k-th best candidate's, so every candidate of the chunk's top k
+    scores at least that.
     """
     block = scores if open_rows.numel() == scores.shape[0] else scores[open_rows]
     valid = None
@@ -494,12 +516,27 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
         inside = mine >= 0
         valid[mine[inside], ex_cols[inside]] = False
         block = block.masked_fill(~valid, -math.inf)
-    bound = block.topk(min(depth, block.shape[1]), dim=1).values[:, -1:]
+    bound = _kth_lower_bound(block, min(depth, block.shape[1]))
     wanted = block >= bound
     if valid is not None:
         wanted &= valid
     rows, cols = wanted.nonzero(as_tuple=True)
-    return open_rows[rows], cols
+    return open_rows[rows], cols, block[wanted]
+
+
+def _kth_lower_bound(block: torch.Tensor, depth: int) -> torch.Tensor:
+    """``(rows, 1)``, at most each row's ``depth``-th best score, and close to it.
+
+    The ``depth``-th best of the maxima of groups of consecutive scores: each of the ``depth``
+    best groups holds a score at least that. A top k over about ``8 * depth`` maxima instead of
+    the whole row (the slowest step of a first chunk).
+    """
+    size = block.shape[1] // (8 * depth)
+    if size < 2:
+        return block.topk(depth, dim=1).values[:, -1:]
+    whole = block.shape[1] - block.shape[1] % size
+    maxima = block[:, :whole].unflatten(1, (-1, size)).amax(-1)
+    return maxima.topk(depth, dim=1).values[:, -1:]
 
 
 # ------------------------------------------------------------------------------------ "topk"

@@ -10,6 +10,8 @@ under the conventions of :mod:`~ignite_ranking.retrieval.conventions`.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import torch
@@ -102,14 +104,16 @@ def evaluate_embeddings(
     _check_embeddings(query_embeddings, corpus_embeddings, callable(similarity))
     query_ids, corpus_ids = (
         _ids(query_ids, query_embeddings, "query"),
-        _ids(corpus_ids, corpus_embeddings, "corpus"),
+        _ids(corpus_ids, corpus_embeddings, "corpus", distinct=conv.tie_order == "row"),
     )
     table = as_qrels_dict(qrels)
     ids, offset, num_items = _global_ids(corpus_ids, group)
-    queries, corpus = _prepared(query_embeddings, corpus_embeddings, similarity)
     order = _tie_permutation(ids, conv, group)
+    corpus = corpus_embeddings
     if order is not None:  # rank the rows in id order, so that the row tie rule is the id order
-        corpus, ids = corpus[order.to(corpus.device)], [ids[i] for i in order.tolist()]
+        ids = [ids[i] for i in order]
+        corpus = corpus.index_select(0, torch.tensor(order, dtype=torch.int64, device=corpus.device))
+    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=order is not None)
     ties = "last" if conv.tie_order == "id_descending" else "first"
 
     evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
@@ -123,9 +127,10 @@ def evaluate_embeddings(
             f"no query of query_ids has {judged} in the qrels: check that the ids match the qrels' "
             "(they are compared as str)"
         )
-    row_of = {str(doc): row for row, doc in enumerate(ids)}
-    if len(row_of) != len(ids):
+    if group is not None and conv.tie_order == "row" and len({str(doc) for doc in ids}) != len(ids):
         raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
+    named = _named_documents(table, [str(query_ids[i]) for i in evaluated], exclude, ignore_identical_ids)
+    row_of = {name: row for row, doc in enumerate(ids) if (name := str(doc)) in named}
     k = max(k for _, k in asked)
     names = [conv.key_of(family, cutoff, sim_name) for family, cutoff in asked]
     metrics = _metrics(asked, names, conv, per_query)
@@ -214,13 +219,14 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
-def _ids(ids: object, embeddings: torch.Tensor, name: str) -> list:
+def _ids(ids: object, embeddings: torch.Tensor, name: str, distinct: bool = True) -> list:
+    """The ids as a list, checked; ``distinct=False`` leaves their repeats to the id sort."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise TypeError(f"{name}_ids must be a sequence of str or int ids, got {type(ids).__name__}")
     ids = list(ids)
     if len(ids) != embeddings.shape[0]:
         raise ValueError(f"{name}_ids has {len(ids)} ids for {embeddings.shape[0]} {name} embeddings")
-    if len({str(i) for i in ids}) != len(ids):
+    if distinct and len({str(i) for i in ids}) != len(ids):
         raise ValueError(f"{name}_ids hold an id twice (ids are compared as str)")
     return ids
 
@@ -247,9 +253,11 @@ def _global_ids(corpus_ids: list, group) -> tuple[list, int, int | None]:
     return [i for part in gathered for i in part], sum(sizes[:rank]), sum(sizes)
 
 
-def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity) -> tuple[torch.Tensor, torch.Tensor]:
+def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool):
+    """The embeddings as ``top_k`` scores them; ``owned``: ``corpus`` is a copy of ours, so a
+    cosine normalizes it in place (one corpus copy at a time, not two)."""
     if similarity == "cosine":
-        return torch.nn.functional.normalize(queries, dim=1), torch.nn.functional.normalize(corpus, dim=1)
+        return _unit(queries, in_place=False), _unit(corpus, in_place=owned)
     if similarity == "euclidean":  # 2 q.c - |c|^2 = |q|^2 - |q - c|^2: the order of -|q - c|
         ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
         norms = corpus.square().sum(dim=1, keepdim=True)
@@ -257,23 +265,27 @@ def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity) -> tuple[
     return queries, corpus
 
 
-def _order_key(doc: object) -> tuple:
-    return (
-        (isinstance(doc, str), doc)
-        if isinstance(doc, (int, str)) and not isinstance(doc, bool)
-        else (True, str(doc))
-    )
+def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
+    """``torch.nn.functional.normalize(rows, dim=1)``, bit for bit, in place if asked."""
+    if not in_place:
+        return torch.nn.functional.normalize(rows, dim=1)
+    return rows.div_(rows.norm(2, 1, keepdim=True).clamp_min_(1e-12))
 
 
-def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
+def _tie_permutation(ids: list, conv: Convention, group) -> list[int] | None:
     """The permutation that puts the corpus in id order, or None where the rows are in it
-    already or the convention orders ties by row; refused with a group (shards cannot move)."""
+    already or the convention orders ties by row; refused with a group (shards cannot move).
+    Refuses an id held twice, found next to itself in that order (no set of the corpus)."""
     if conv.tie_order == "row":
         return None
     key = str if conv.str_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else int
-    order = sorted(range(len(ids)), key=lambda row: key(ids[row]))
-    if order == list(range(len(ids))):
+    keys = list(map(key, ids))  # distinct ints have distinct str: one repeat test for both
+    if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
         return None
+    order = sorted(range(len(ids)), key=keys.__getitem__)
+    keys = [keys[row] for row in order]
+    if any(map(operator.eq, keys, itertools.islice(keys, 1, None))):
+        raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
     if group is not None:
         raise ValueError(
             f"convention={conv.name!r} orders equal scores by document id: with a group, the shards "
@@ -281,7 +293,7 @@ def _tie_permutation(ids: list, conv: Convention, group) -> torch.Tensor | None:
             if key is str
             else "sorted by id"
         )
-    return torch.tensor(order, dtype=torch.int64)
+    return order
 
 
 def _share(group, count: int) -> tuple[int, int]:
@@ -305,6 +317,17 @@ def _counts(judged: Mapping[str, float], conv: Convention) -> bool:
     """Whether a judged query is evaluated: under the convention's rule for those without a
     relevant document (sentence-transformers' every listed one is)."""
     return conv.binary or conv.count_zero_hits or any(grade >= 1 for grade in judged.values())
+
+
+def _named_documents(table, wanted, exclude, ignore_identical_ids) -> set[str]:
+    """The documents the judgements and exclusions of the ``wanted`` queries name: the only
+    ones whose rows are looked up (a dict over the whole corpus costs more than its block)."""
+    named = {doc for query in wanted for doc in table[query]}
+    if exclude is not None:
+        named.update(str(doc) for query, docs in exclude.items() for doc in docs)
+    if ignore_identical_ids:
+        named.update(wanted)
+    return named
 
 
 def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Tensor | None:
