@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from . import constants
+from .backend import host_tuned
 from .chunks import rows_per_chunk
 from .selection import top_k_rows
 
@@ -258,9 +260,9 @@ def top_k_by_index(scores: torch.Tensor, k: int, last: bool) -> tuple[torch.Tens
     num_items = scores.shape[1]
     dtype = torch.int32 if 2 * num_items < 2**31 else torch.int64
     if last:
-        rank = torch.arange(num_items, dtype=dtype, device=scores.device)
+        rank = constants.arange(0, num_items, 1, dtype, scores.device)
     else:
-        rank = torch.arange(num_items - 1, -1, -1, dtype=dtype, device=scores.device)
+        rank = constants.arange(num_items - 1, -1, -1, dtype, scores.device)
     key = rank.add(scores > boundary, alpha=num_items).masked_fill_(scores < boundary, -1)
     chosen = torch.topk(key, k, dim=1).indices
     order = scores.gather(1, chosen).sort(dim=1, descending=True, stable=True).indices
@@ -294,6 +296,10 @@ class BoundaryBlocks:
             labels = take(self._labels)
             # Only the relevant items of a block have a gain: compute it for them alone.
             hits = (take(self._scores) == target) & (labels >= self._threshold)
+            if not host_tuned(hits):  # no listing: every item's gain (0 off the hits), summed by row
+                gains = gain_of(labels, hits, chunk_rows[:, None])
+                sums.index_add_(0, position[chunk_rows].clamp(min=0), gains.sum(dim=1))
+                continue
             row, column = hits.nonzero(as_tuple=True)
             gains = gain_of(labels[row, column], torch.ones_like(row, dtype=torch.bool), chunk_rows[row])
             sums.index_add_(0, position[chunk_rows][row], gains)
@@ -327,6 +333,11 @@ def boundary_blocks(
     for chunk_rows, take, target in row_chunks(scores, boundary, rows):
         tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
         hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
+        if not host_tuned(scores):  # no listing: a row not wanted ties nothing, and adds 0 at 0
+            at = position[chunk_rows].clamp(min=0)
+            size.index_add_(0, at, tied.sum(dim=1).to(torch.float64))
+            relevant.index_add_(0, at, hits.sum(dim=1).to(torch.float64))
+            continue
         inside = position[chunk_rows] >= 0
         at = position[chunk_rows][inside]
         size.index_add_(0, at, tied.sum(dim=1)[inside].to(torch.float64))
