@@ -65,7 +65,7 @@ def test_the_stacked_limbs_are_those_of_the_blocked_ones(monkeypatch):
     assert limb_sums(flagged)[:, -1].tolist() == [1, 0, 1]
 
 
-@pytest.mark.parametrize("ties", ["first", "last", "average", "optimistic"])
+@pytest.mark.parametrize("ties", ["first", "last", "average", "optimistic", "pessimistic"])
 def test_values_are_bitwise_equal_on_both_paths(monkeypatch, ties):
     """Every value of the family, alone and in a group, on tied batches of every shape the
     oracle tests use (integer labels: the documented exceptions are float exp2 gains and
@@ -275,25 +275,11 @@ def test_an_update_keeps_to_the_launch_budget(generic, name, eighths, ties):
     assert counts.launches <= BUDGETS[name], counts.summary()
 
 
-_LISTS_TIED_ITEMS = pytest.mark.xfail(
-    reason="issue 35: the label policies list the tied items at the cutoff (fill_tied_slots): "
-    "MRR 2 syncs on continuous scores, 12 with 1/8 ties at 10,000 items and 39 at 100,000",
-    strict=True,
-)
-
-
 @pytest.mark.parametrize("name", sorted(BUDGETS))
-@pytest.mark.parametrize(
-    "ties",
-    [
-        "average",
-        pytest.param("optimistic", marks=_LISTS_TIED_ITEMS),
-        pytest.param("pessimistic", marks=_LISTS_TIED_ITEMS),
-    ],
-)
+@pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
 def test_the_other_policies_sync_a_fixed_number_of_times(generic, name, ties):
     """Under ``ties="average"`` one synchronization (the list of rows tied across the cutoff),
-    whatever the row's length and the density of the ties."""
+    under the label policies none, whatever the row's length and the density of the ties."""
     syncs = {
         (num_items, eighths): _counted_update(name, ties, num_items, eighths).syncs
         for num_items in (10_000, 100_000)

@@ -93,6 +93,37 @@ def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
     return info.min if largest else info.max
 
 
+def refill_by_label(
+    scores: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, ties: str, labels: torch.Tensor
+) -> torch.Tensor:
+    """:func:`fill_tied_slots` under ``"optimistic"``/``"pessimistic"`` without listing anything
+    (the generic kernels): every row's boundary slots refilled at once, in static shapes.
+
+    The labels of the items tied with the boundary that beat the ``wanted``-th best of them are
+    all taken (a top-``k`` over the tied items' labels finds them); the remaining slots go to the
+    lowest indices of that label (:func:`_first_of`). A row without a crossing tie gets back its
+    own tied items. Returns new ``indices``, the order within a row unspecified (the caller sorts).
+    """
+    k = values.shape[1]
+    boundary = values[:, -1:]
+    wanted = (values == boundary).sum(dim=1)  # the boundary slots (0 for a NaN row, refused later)
+    tied = scores == boundary
+    if labels.dtype == torch.bool:
+        labels = labels.view(torch.uint8)
+    largest = ties == "optimistic"
+    key = torch.where(tied, labels, _label_sentinel(labels, largest))
+    best, better_columns = torch.topk(key, k, dim=1, largest=largest)
+    cut = best.gather(1, (wanted - 1).clamp(min=0)[:, None])
+    ordinal = constants.arange(0, k, 1, torch.int64, scores.device)
+    better = (ordinal < wanted[:, None]) & ((best > cut) if largest else (best < cut))
+    num_better = better.sum(dim=1, keepdim=True)
+    level_columns, _ = _first_of(tied & (key == cut), wanted - num_better[:, 0], k)
+    from_level = level_columns.gather(1, (ordinal - num_better).clamp(min=0))
+    chosen = torch.where(ordinal < num_better, better_columns, from_level)  # the j-th chosen item
+    start = (k - wanted)[:, None]  # slot start + j holds the j-th chosen item
+    return torch.where(ordinal >= start, chosen.gather(1, (ordinal - start).clamp(min=0)), indices)
+
+
 def _listed_in_order(rows, columns, wanted, ties, label_of):
     """``(row, ordinal, column)`` of the listed tied items the policy puts first, ``wanted[r]`` a
     row; ``rows``/``columns`` list them row-major, columns ascending, and ``label_of(rows,

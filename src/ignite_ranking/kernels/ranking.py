@@ -35,7 +35,7 @@ import torch
 from . import constants
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, top_k_by_index
+from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
@@ -102,6 +102,10 @@ def _select(scores, k, ties, labels):
     if ties in ("first", "last") and not host_tuned(scores):  # static shapes: no crossing rows
         values, indices = top_k_by_index(scores, k, ties == "last")
         return indices, None, values
+    if ties in _BY_LABEL and not host_tuned(scores):
+        values, indices = torch.topk(scores, k, dim=1)
+        indices = refill_by_label(scores, values, indices, ties, labels)
+        return _in_rank_order(indices, values, ties, labels, num_items), None, values
     values, indices = top_k_rows(scores, k + 1)
     crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
     values, indices = values[:, :k], indices[:, :k]
