@@ -9,15 +9,20 @@ dtype, device); callers must not write to them.
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
 __all__ = ["arange", "listed", "scalar"]
 
 
-@functools.lru_cache(maxsize=64)
 def scalar(value: float | int | bool, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A 0-dim tensor holding ``value`` (read only)."""
+    return _scalar(value, math.copysign(1.0, value), dtype, device)  # the sign tells -0.0 from 0.0
+
+
+@functools.lru_cache(maxsize=64)
+def _scalar(value: float | int | bool, sign: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.tensor(value, dtype=dtype, device=device)
 
 
