@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
+from . import constants
 from .backend import host_tuned
 from .ties import TieBlocks
 
@@ -65,21 +67,23 @@ def gain(
     limit = _EXP_SCALE_FROM if gain_function == "exp_rank" else _LINEAR_SCALE_FROM
     if top is not None and host_tuned(top) and not bool((top > limit).any()):
         top = None  # no row is scaled: the plain gains are the same values, in fewer passes
+    one, zero = (constants.scalar(v, torch.float64, labels.device) for v in (1.0, 0.0))
     if gain_function == "exp_rank":
         if top is None:
             values = torch.exp2(labels).sub_(1.0)
         else:
-            shift = torch.where(top > _EXP_SCALE_FROM, top, torch.zeros_like(top))
-            # l - l is NaN for l = inf: the largest label's exponent is 0 by definition.
-            exponent = torch.where(labels == shift, torch.zeros_like(labels), labels - shift)
-            values = torch.exp2(exponent) - torch.exp2(-shift)
+            shift = torch.where(top > _EXP_SCALE_FROM, top, zero)
+            # l - l is NaN for l = inf (and only then, shift being 0 or above 960): the largest
+            # label's exponent is 0 by definition. A NaN label is not relevant.
+            exponent = torch.sub(labels, shift).nan_to_num_(nan=0.0, posinf=math.inf, neginf=-math.inf)
+            values = torch.exp2(exponent).sub_(torch.exp2(shift.neg()))
     else:
         if top is None:
             values = labels
         else:
-            scale = torch.where(top > _LINEAR_SCALE_FROM, top, torch.ones_like(top))
-            values = torch.where(labels == scale, torch.ones_like(labels), labels / scale)
-    return torch.where(relevant, values, 0.0)
+            scale = torch.where(top > _LINEAR_SCALE_FROM, top, one)
+            values = torch.where(labels == scale, one, labels / scale)
+    return torch.where(relevant, values, zero)
 
 
 def sum_to_cutoffs(
@@ -132,7 +136,7 @@ def sequential_sums(
             out = torch.empty(batch, len(columns), dtype=summed.dtype, device=summed.device)
         low, high = bisect.bisect_left(columns, start), bisect.bisect_left(columns, stop)
         if high > low:
-            at = torch.tensor(columns[low:high], device=summed.device) - start
+            at = constants.listed(tuple(c - start for c in columns[low:high]), torch.int64, summed.device)
             out[:, low:high] = summed[:, at]
         so_far = summed[:, -1]
     return out
@@ -173,7 +177,8 @@ def ideal_order(
         zero = torch.zeros((), dtype=labels.dtype, device=labels.device)
         key = torch.where(labels >= threshold, labels, zero)
         best = torch.topk(key, best.shape[1], dim=1).values
-    return best.to(torch.float64), (best >= threshold).to(torch.float64)
+    relevant = torch.ge(best, threshold, out=torch.empty(best.shape, dtype=torch.float64, device=best.device))
+    return best.to(torch.float64), relevant
 
 
 @dataclass
@@ -239,7 +244,7 @@ class IdealLevels:
         """
         summed = torch.nn.functional.pad(weights.cumsum(dim=0), (1, 0))
         depth = weights.shape[0]
-        limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=gains.device)
+        limits = constants.listed(tuple(min(k, depth) for k in cutoffs), torch.float64, gains.device)
         ends = self.counts.cumsum(dim=1)[:, :, None]
         starts = ends - self.counts[:, :, None]
         within = summed[ends.minimum(limits).long()] - summed[starts.minimum(limits).long()]

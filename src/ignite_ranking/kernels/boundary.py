@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from . import constants
+from .backend import host_tuned
 from .chunks import rows_per_chunk
 from .selection import top_k_rows
 
@@ -89,6 +91,37 @@ def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
         return -math.inf if largest else math.inf
     info = torch.iinfo(labels.dtype)
     return info.min if largest else info.max
+
+
+def refill_by_label(
+    scores: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, ties: str, labels: torch.Tensor
+) -> torch.Tensor:
+    """:func:`fill_tied_slots` under ``"optimistic"``/``"pessimistic"`` without listing anything
+    (the generic kernels): every row's boundary slots refilled at once, in static shapes.
+
+    The labels of the items tied with the boundary that beat the ``wanted``-th best of them are
+    all taken (a top-``k`` over the tied items' labels finds them); the remaining slots go to the
+    lowest indices of that label (:func:`_first_of`). A row without a crossing tie gets back its
+    own tied items. Returns new ``indices``, the order within a row unspecified (the caller sorts).
+    """
+    k = values.shape[1]
+    boundary = values[:, -1:]
+    wanted = (values == boundary).sum(dim=1)  # the boundary slots (0 for a NaN row, refused later)
+    tied = scores == boundary
+    if labels.dtype == torch.bool:
+        labels = labels.view(torch.uint8)
+    largest = ties == "optimistic"
+    key = torch.where(tied, labels, _label_sentinel(labels, largest))
+    best, better_columns = torch.topk(key, k, dim=1, largest=largest)
+    cut = best.gather(1, (wanted - 1).clamp(min=0)[:, None])
+    ordinal = constants.arange(0, k, 1, torch.int64, scores.device)
+    better = (ordinal < wanted[:, None]) & ((best > cut) if largest else (best < cut))
+    num_better = better.sum(dim=1, keepdim=True)
+    level_columns, _ = _first_of(tied & (key == cut), wanted - num_better[:, 0], k)
+    from_level = level_columns.gather(1, (ordinal - num_better).clamp(min=0))
+    chosen = torch.where(ordinal < num_better, better_columns, from_level)  # the j-th chosen item
+    start = (k - wanted)[:, None]  # slot start + j holds the j-th chosen item
+    return torch.where(ordinal >= start, chosen.gather(1, (ordinal - start).clamp(min=0)), indices)
 
 
 def _listed_in_order(rows, columns, wanted, ties, label_of):
@@ -258,9 +291,9 @@ def top_k_by_index(scores: torch.Tensor, k: int, last: bool) -> tuple[torch.Tens
     num_items = scores.shape[1]
     dtype = torch.int32 if 2 * num_items < 2**31 else torch.int64
     if last:
-        rank = torch.arange(num_items, dtype=dtype, device=scores.device)
+        rank = constants.arange(0, num_items, 1, dtype, scores.device)
     else:
-        rank = torch.arange(num_items - 1, -1, -1, dtype=dtype, device=scores.device)
+        rank = constants.arange(num_items - 1, -1, -1, dtype, scores.device)
     key = rank.add(scores > boundary, alpha=num_items).masked_fill_(scores < boundary, -1)
     chosen = torch.topk(key, k, dim=1).indices
     order = scores.gather(1, chosen).sort(dim=1, descending=True, stable=True).indices
@@ -294,6 +327,10 @@ class BoundaryBlocks:
             labels = take(self._labels)
             # Only the relevant items of a block have a gain: compute it for them alone.
             hits = (take(self._scores) == target) & (labels >= self._threshold)
+            if not host_tuned(hits):  # no listing: every item's gain (0 off the hits), summed by row
+                gains = gain_of(labels, hits, chunk_rows[:, None])
+                sums.index_add_(0, position[chunk_rows].clamp(min=0), gains.sum(dim=1))
+                continue
             row, column = hits.nonzero(as_tuple=True)
             gains = gain_of(labels[row, column], torch.ones_like(row, dtype=torch.bool), chunk_rows[row])
             sums.index_add_(0, position[chunk_rows][row], gains)
@@ -327,6 +364,11 @@ def boundary_blocks(
     for chunk_rows, take, target in row_chunks(scores, boundary, rows):
         tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
         hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
+        if not host_tuned(scores):  # no listing: a row not wanted ties nothing, and adds 0 at 0
+            at = position[chunk_rows].clamp(min=0)
+            size.index_add_(0, at, tied.sum(dim=1).to(torch.float64))
+            relevant.index_add_(0, at, hits.sum(dim=1).to(torch.float64))
+            continue
         inside = position[chunk_rows] >= 0
         at = position[chunk_rows][inside]
         size.index_add_(0, at, tied.sum(dim=1)[inside].to(torch.float64))

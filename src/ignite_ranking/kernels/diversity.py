@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import constants
 from .ranking import top_indices
 
 __all__ = [
@@ -101,7 +102,7 @@ def _at_cutoffs(running: torch.Tensor, cutoffs: list[int]) -> torch.Tensor:
     depth = running.shape[1]
     if depth == 0:
         return running.new_zeros((running.shape[0], len(cutoffs)))
-    index = torch.tensor([min(k, depth) - 1 for k in cutoffs], device=running.device)
+    index = constants.listed(tuple(min(k, depth) - 1 for k in cutoffs), torch.int64, running.device)
     return running[:, index]
 
 
@@ -144,7 +145,7 @@ def err_ia(batch: SubtopicBatch, cutoffs: list[int], alpha: float = 0.5) -> torc
     ranks = torch.arange(1, depth + 1, dtype=torch.float64, device=batch.ranked.device)
     err = _at_cutoffs(_discounted(_novelty_gains(batch.ranked[:, :depth], alpha), 1.0 / ranks), cutoffs)
     best = torch.cumsum(torch.pow(1.0 - alpha, ranks - 1.0) / ranks, dim=0)
-    best = best[torch.tensor(cutoffs, device=best.device) - 1]
+    best = best[constants.listed(tuple(k - 1 for k in cutoffs), torch.int64, best.device)]
     n = batch.num_subtopics[:, None]
     return torch.where(n > 0, err / (torch.where(n > 0, n, 1.0) * best), 0.0)
 
@@ -153,7 +154,8 @@ def nrbp(batch: SubtopicBatch, alpha: float = 0.5, beta: float = 0.5) -> torch.T
     """``(batch, 1)`` NRBP over the whole ranked depth (see the module docstring)."""
     gains = _novelty_gains(batch.ranked, alpha)
     ranks = torch.arange(gains.shape[1], dtype=torch.float64, device=gains.device)
-    total = (gains * torch.pow(torch.tensor(beta, dtype=torch.float64), ranks)).sum(dim=1, keepdim=True)
+    weights = torch.pow(constants.scalar(beta, torch.float64, ranks.device), ranks)
+    total = (gains * weights).sum(dim=1, keepdim=True)
     n = batch.num_subtopics[:, None]
     return torch.where(n > 0, total * (1.0 - (1.0 - alpha) * beta) / torch.where(n > 0, n, 1.0), 0.0)
 
@@ -170,7 +172,7 @@ def subtopic_hits(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
 def precision_ia(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:
     """``(batch, len(cutoffs))`` intent-aware precision P-IA@k: :func:`subtopic_hits` over k."""
     hits = subtopic_hits(batch, cutoffs)
-    return hits / torch.tensor(cutoffs, dtype=torch.float64, device=hits.device)
+    return hits / constants.listed(tuple(cutoffs), torch.float64, hits.device)
 
 
 def subtopic_recall(batch: SubtopicBatch, cutoffs: list[int]) -> torch.Tensor:

@@ -107,9 +107,10 @@ def _stacked_sums(v: torch.Tensor) -> torch.Tensor:
     scaled = (v - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
     high = scaled.trunc()
     low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
-    sums = torch.empty((v.shape[1], LIMBS), dtype=torch.int64, device=v.device)
-    sums[:, :-1] = torch.stack((whole, high, low), dim=-1).sum(dim=0)
-    sums[:, -1] = v.abs().amax(dim=0).lt(_BOUND).logical_not_()  # True for NaN
+    inside = v.abs().lt_(_BOUND)  # 0.0 for NaN
+    sums = torch.stack((whole, high, low, inside), dim=-1).sum(dim=0).to(torch.int64)
+    flags = sums[:, -1]
+    torch.lt(flags, v.shape[0], out=flags)  # a value outside: flagged once, as the blocks flag it
     return sums
 
 

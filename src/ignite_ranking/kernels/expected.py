@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import torch
 
+from . import constants
 from .backend import host_tuned
 from .ties import TieBlocks
 
@@ -57,7 +58,7 @@ def _none_relevant_yet(size: torch.Tensor, relevant: torch.Tensor, depth: int) -
 
 def _offsets_within(cutoffs: Sequence[int], start: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
     """``(batch, len(cutoffs))`` int64: how many ranks of the block lie within each cutoff."""
-    k = torch.tensor(cutoffs, dtype=torch.float64, device=start.device)
+    k = constants.listed(tuple(cutoffs), torch.float64, start.device)
     return (k[None, :] - start[:, None]).clamp(min=0).minimum(size[:, None]).to(torch.int64)
 
 
@@ -124,9 +125,9 @@ def expected_average_precision(
     before = torch.nn.functional.pad(whole.cumsum(dim=1), (1, 0))
     # Each cutoff: the whole blocks above its block, and the part of its block within it.
     limits = [min(k, depth) for k in cutoffs]
-    slot = blocks.block_id[:, [k - 1 for k in limits]]
+    slot = blocks.block_id[:, constants.listed(tuple(k - 1 for k in limits), torch.int64, device)]
     pick = lambda t: t.gather(1, slot)  # noqa: E731
-    end = torch.tensor(limits, dtype=torch.float64, device=device)
+    end = constants.listed(tuple(limits), torch.float64, device)
     partial = (harmonic[end.long()] - pick(h_start)) * pick(slope) + pick(q) * (end - pick(starts))
     summed = pick(before) + partial
     safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import constants
 from .batch import RankedBatch
 from .candidates import Ranking, _Candidates, rank_candidates
 from .from_dicts import id_tensors
@@ -223,7 +224,7 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
     if ranking.ignore_index is not None and bool((y == ranking.ignore_index).any()):
         refuse_nan(y_pred, y)
         return _from_candidates(_dense_candidates(y_pred, y, ranking.ignore_index), ranking)
-    rows = torch.arange(y_pred.shape[0], device=y_pred.device)
+    rows = constants.arange(0, y_pred.shape[0], 1, torch.int64, y_pred.device)
     ranked = rank_batch(
         y_pred,
         y,

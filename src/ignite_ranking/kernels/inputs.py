@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -139,13 +140,11 @@ def nan_rows(
     scores_seen: torch.Tensor | None = None,
     labels_seen: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``(batch,)`` uint8 codes, read on the device: 2 for a row with a NaN score, else 1 for a
+    """``(batch,)`` int64 codes, read on the device: 2 for a row with a NaN score, else 1 for a
     row with a NaN label, else 0 (``scores_seen``, ``labels_seen`` as :func:`refuse_nan`)."""
-    codes = torch.isnan(y_pred.amax(dim=1) if scores_seen is None else scores_seen).to(torch.uint8).mul_(2)
+    codes = torch.isnan(y_pred.amax(dim=1) if scores_seen is None else scores_seen).mul(2)  # int64
     if y.is_floating_point():
-        codes = codes.maximum(
-            torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen).to(torch.uint8)
-        )
+        codes = codes.maximum(torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen))
     return codes
 
 
@@ -175,16 +174,23 @@ def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torc
     elif labels.dtype in _WIDER:
         labels = labels.to(_WIDER[labels.dtype])
     if labels.is_floating_point():
-        t = torch.tensor(relevance_threshold, dtype=labels.dtype)
-        if t.item() < relevance_threshold:
-            t = torch.nextafter(t, torch.tensor(math.inf, dtype=labels.dtype))
-        return labels, t.item()
+        return labels, _float_threshold(relevance_threshold, labels.dtype)
     info = torch.iinfo(labels.dtype)
     if relevance_threshold <= info.min:
         return labels, info.min  # everything is relevant
     if relevance_threshold > info.max:
         return labels.to(torch.float64), math.inf  # nothing is
     return labels, math.ceil(relevance_threshold)
+
+
+@functools.lru_cache(maxsize=64)
+def _float_threshold(relevance_threshold: float, dtype: torch.dtype) -> float:
+    """The smallest value of ``dtype`` that is ``>= relevance_threshold`` (worked out on the host,
+    once per threshold and dtype)."""
+    t = torch.tensor(relevance_threshold, dtype=dtype)
+    if t.item() < relevance_threshold:
+        t = torch.nextafter(t, torch.tensor(math.inf, dtype=dtype))
+    return t.item()
 
 
 def count_relevant(y: torch.Tensor, relevance_threshold: float, whole: bool = False) -> torch.Tensor:

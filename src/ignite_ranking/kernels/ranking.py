@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import torch
 
+from . import constants
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, top_k_by_index
+from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
@@ -101,6 +102,10 @@ def _select(scores, k, ties, labels):
     if ties in ("first", "last") and not host_tuned(scores):  # static shapes: no crossing rows
         values, indices = top_k_by_index(scores, k, ties == "last")
         return indices, None, values
+    if ties in _BY_LABEL and not host_tuned(scores):
+        values, indices = torch.topk(scores, k, dim=1)
+        indices = refill_by_label(scores, values, indices, ties, labels)
+        return _in_rank_order(indices, values, ties, labels, num_items), None, values
     values, indices = top_k_rows(scores, k + 1)
     crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
     values, indices = values[:, :k], indices[:, :k]
@@ -270,17 +275,19 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     ``"first"``/``"last"``, where few items are tied, the items of the runs are listed and sorted
     at once by run and index (:func:`_runs_by_index`); otherwise the rows with a run are sorted:
     under ``"first"``/``"last"`` once, on a key of the run of equal values and the index; under a
-    label policy by index, then label, then score, each sort stable. ``indices`` may be written.
+    label policy by index, then label, then score, each sort stable. The generic kernels sort
+    every row so (a row without a run keeps its order): nothing is listed. ``indices`` may be
+    written.
     """
     same = values[:, 1:] == values[:, :-1]
-    if ties not in _BY_LABEL:
+    if host_tuned(indices) and ties not in _BY_LABEL:
         ordered = _runs_by_index(indices, same, ties == "last", num_items)
         if ordered is not None:
             return ordered
-    tied = same.any(dim=1).nonzero().squeeze(1)
-    if tied.numel() == 0:
+    tied = same.any(dim=1).nonzero().squeeze(1) if host_tuned(indices) else None
+    if tied is not None and tied.numel() == 0:
         return indices
-    every = tied.numel() == indices.shape[0]
+    every = tied is None or tied.numel() == indices.shape[0]
     part, part_values = (indices, values) if every else (indices[tied], values[tied])
     if ties not in _BY_LABEL:  # one sort: by run of equal values (in topk's order), then by index
         runs = torch.zeros_like(part)
@@ -420,7 +427,7 @@ def rank_batch(
     if best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     batch.ideal_levels = levels
-    batch.catalog = torch.full((y.shape[0],), float(y.shape[1]), dtype=torch.float64, device=y.device)
+    batch.catalog = constants.scalar(float(y.shape[1]), torch.float64, y.device).expand(y.shape[0])
     batch.refused = refused[0] if refused else None
     if last_run and ideal:
         batch.ideal_last_run = ideal_last_run(batch, labels)
@@ -467,15 +474,20 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
     # indices are dropped as soon as nothing needs them (deep rankings make these large).
     native = labels.gather(1, indices)
-    relevant = native >= threshold
+    relevant = _at_least(native, threshold, torch.bool if ties == "average" else torch.float64)
     ranked_labels = native.to(torch.float64) if keep_labels else None
     del native
     kept = indices if keep_indices else None
     if ties != "average":
-        return ranked_labels, relevant.to(torch.float64), kept, None
+        return ranked_labels, relevant, kept, None
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
+
+
+def _at_least(values: torch.Tensor, threshold: float | int, dtype: torch.dtype) -> torch.Tensor:
+    """``values >= threshold`` as ``dtype`` (1.0/0.0 for a float), written at once (one pass)."""
+    return torch.ge(values, threshold, out=torch.empty(values.shape, dtype=dtype, device=values.device))
 
 
 def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, count):
@@ -486,6 +498,8 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
     shorter), the count is read off them for every row whose relevant items they all show, and
     only the other rows are counted in full.
     """
+    if best is not None and not count and best.shape[1]:  # the largest label tells
+        return _at_least(best[:, 0], threshold, torch.float64), None
     if best is not None:
         flags = best >= threshold
         counts = flags.sum(dim=1).to(torch.float64)
@@ -506,5 +520,5 @@ def _relevant_per_row(y, labels, threshold, relevance_threshold, depth, best, co
         return count_relevant(y, relevance_threshold, whole=not host_tuned(y)), None
     if y.shape[1]:
         row_max = labels.amax(dim=1)
-        return (row_max >= threshold).to(torch.float64), row_max
+        return _at_least(row_max, threshold, torch.float64), row_max
     return torch.zeros(y.shape[0], dtype=torch.float64, device=y.device), None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import expected
+from . import constants, expected
 from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
 
 __all__ = [
@@ -56,8 +56,9 @@ def _discount(depth: int, device: torch.device) -> torch.Tensor:
 
 def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     """``numerator / denominator`` with 0 where the denominator is 0."""
-    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
-    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
+    positive = denominator > 0
+    one, zero = (constants.scalar(v, denominator.dtype, denominator.device) for v in (1.0, 0.0))
+    return torch.where(positive, numerator / torch.where(positive, denominator, one), zero)
 
 
 def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -70,10 +71,10 @@ def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor
         return expected.expected_reciprocal_rank(ranked.blocks, cutoffs)
     # argmax gives the first of equal maxima: the first relevant rank where there is one.
     first = ranked.relevant.argmax(dim=1, keepdim=True)
-    found = ranked.relevant.gather(1, first).squeeze(1) > 0
-    rank = first.squeeze(1).to(torch.float64) + 1.0
-    within = found[:, None] & (rank[:, None] <= _cutoff_tensor(ranked, cutoffs))
-    return torch.where(within, 1.0 / rank[:, None], torch.zeros(1, dtype=torch.float64, device=rank.device))
+    rank = first.to(torch.float64) + 1.0
+    value = ranked.relevant.gather(1, first) / rank  # 1 / rank where found (relevance is 1.0), else 0
+    zero = constants.scalar(0.0, torch.float64, rank.device)
+    return torch.where(rank <= _cutoff_tensor(ranked, cutoffs), value, zero)
 
 
 def hit_rate(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:

@@ -23,6 +23,7 @@ from typing import Protocol
 
 import torch
 
+from . import constants
 from .backend import host_tuned
 from .boundary import GainOf
 
@@ -176,7 +177,7 @@ class TieBlocks:
         device = totals.device
         sizes = self.block_size
         ends = sizes.cumsum(dim=1)
-        limits = torch.tensor([min(k, depth) for k in cutoffs], dtype=torch.float64, device=device)
+        limits = constants.listed(tuple(min(k, depth) for k in cutoffs), torch.float64, device)
         high = ends[:, :, None].minimum(limits)
         low = (ends - sizes)[:, :, None].minimum(limits)
         if weights is not None:

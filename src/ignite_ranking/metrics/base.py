@@ -344,7 +344,7 @@ class RankingMetric(EngineMetric):
             values = self.score(scored)
         elif self.cutoff_tail == "divide":
             numerators = self.numerators_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
-            values = numerators / cutoff_ks(self)[: tail + 1].to(numerators.device)
+            values = numerators / cutoff_ks(self, numerators.device)[: tail + 1]
             numerators = numerators[:, -1]  # at the first cutoff at or past the depth, and beyond
         else:
             values = self.score_at(scored, AskedCutoffs(self.top_k[: tail + 1], len(self.top_k)))
@@ -434,7 +434,7 @@ class RankingMetric(EngineMetric):
         """Adds ``sums``, limbs of consecutive rows of the state (expanded views too), in place."""
         state, row = self._sum_per_k, 0
         for part in sums:
-            state[row : row + part.shape[0]] += part.to(state.device)
+            state[row : row + part.shape[0]].add_(part.to(state.device))
             row += part.shape[0]
         carry_(state)
 

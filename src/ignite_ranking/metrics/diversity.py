@@ -130,7 +130,7 @@ class SubtopicMetric(RankingMetric):
         numerators = None
         if tail is not None and self.cutoff_tail == "divide":
             numerators = self.numerators_subtopics(batch, cutoffs)
-            values = numerators / cutoff_ks(self)[: tail + 1].to(numerators.device)
+            values = numerators / cutoff_ks(self, numerators.device)[: tail + 1]
             numerators = numerators[:, -1]
         else:
             values = self.score_subtopics(batch, cutoffs)

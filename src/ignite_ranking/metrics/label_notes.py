@@ -22,7 +22,7 @@ import ignite.distributed as idist
 import torch
 from ignite.exceptions import NotComputableError
 
-from ..kernels import RankedBatch
+from ..kernels import RankedBatch, constants
 from ..kernels.backend import host_tuned
 from ..kernels.forms import Retrieved
 from ..kernels.inputs import comparable_labels
@@ -106,7 +106,8 @@ class LabelNotes:
         none_relevant = ranked.num_relevant.amax() <= 0 if ranked.num_relevant.numel() else torch.tensor(True)
         if host_tuned(labels) and not bool(none_relevant):
             return
-        largest = torch.where(none_relevant, labels.amax().to(torch.float64), -math.inf)
+        below = constants.scalar(-math.inf, torch.float64, labels.device)
+        largest = torch.where(none_relevant, labels.amax(), below)  # float64
         self.largest = (
             largest if self.largest is None else torch.maximum(self.largest, largest.to(self.largest))
         )

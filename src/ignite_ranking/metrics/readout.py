@@ -28,12 +28,12 @@ reduced_state = sync_all_reduce("_sum_per_k", "_num_examples")(state_for_host)
 
 def means_of(metric, state: list[int]) -> list[float] | float:
     """``compute()``'s means from :func:`state_for_host` read on the host."""
-    error = refusal_error(state[-3:])
+    error = refusal_error(state[-1])
     if error is not None:
         raise error
-    if state[-4] == 0:
+    if state[-2] == 0:
         raise metric._label_notes.not_computable(
             type(metric).__name__, metric.relevance_threshold, metric.count_rule
         )
-    means = host_means(state[:-4], state[-4])
+    means = host_means(state[:-2], state[-2])
     return means if metric.top_k is not None else means[0]

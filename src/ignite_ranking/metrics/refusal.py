@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from ..kernels import constants
 from ..kernels.inputs import NAN_MESSAGES
 from .devices import warn_of_host_state
 
@@ -30,68 +31,79 @@ class DeferredRefusal:
 
     def reset(self) -> DeferredRefusal:
         self.updates = 0  # updates since reset
-        self.record: torch.Tensor | None = None  # int64 (3,): code (0: none), update, row
+        self.record: torch.Tensor | None = None  # int64 0-dim: 0, or the first refusal's key
         return self
 
     def note(self, codes: torch.Tensor) -> torch.Tensor:
-        """Records an update's ``(batch,)`` NaN codes; a 0-dim bool: whether it is accepted."""
+        """Records an update's ``(batch,)`` NaN codes; a 0-dim bool: whether it is refused.
+
+        A fixed number of launches: each row's key (its code, then its row counted down from
+        ``_ROWS``) and their maximum, the largest code's first row; a refused update's key goes
+        above its priority (earlier updates higher) and the record keeps the largest."""
         self.updates += 1
-        code = codes.amax()
-        row = (codes == code).to(torch.uint8).argmax()  # the first row of the refusal's kind
-        update = torch.full((), self.updates, dtype=torch.int64, device=codes.device)
-        found = torch.stack((code.to(torch.int64), update, row))
-        refused = code > 0
-        if self.record is None:
-            self.record = torch.where(refused, found, 0)
-        else:
-            self.record = torch.where(refused & (self.record[0] == 0), found, self.record)
-        return ~refused
+        down = constants.arange(_ROWS, _ROWS - codes.shape[0], -1, torch.int64, codes.device)
+        key = torch.add(down, codes, alpha=1 << _ROW_BITS).amax()  # above _ROWS: refused
+        refused = key > _ROWS
+        priority = (_UPDATES - min(self.updates, _UPDATES - 1)) << _KEY_BITS
+        found = key.add(priority).mul_(refused)
+        self.record = found if self.record is None else torch.maximum(self.record, found)
+        return refused
 
     def taken_back(self, metrics: Sequence, codes: torch.Tensor, accumulate: Callable[[], None]) -> None:
         """Runs ``accumulate`` (which adds a batch to ``metrics``' sums and counts), then takes
         its additions back on the device if ``codes`` refuse the batch."""
-        accept = self.note(codes)
+        refused = self.note(codes)
         if len(metrics) > 1 and len({m._sum_per_k.device for m in metrics}) == 1:
-            _taken_back_together(metrics, accept, accumulate)
+            _taken_back_together(metrics, refused, accumulate)
             return
         saved = [(m._sum_per_k.clone(), m._num_examples.clone()) for m in metrics]
         accumulate()
         for metric, (sums, count) in zip(metrics, saved, strict=True):
-            keep = accept.to(sums.device)
-            metric._sum_per_k = torch.where(keep, metric._sum_per_k, sums)
-            metric._num_examples = torch.where(keep, metric._num_examples, count)
+            back = refused.to(sums.device)
+            metric._sum_per_k = torch.where(back, sums, metric._sum_per_k)
+            metric._num_examples = torch.where(back, count, metric._num_examples)
 
     def read(self) -> torch.Tensor:
-        """The record (zeros when none), to be read on the host with the sums."""
-        return torch.zeros(3, dtype=torch.int64) if self.record is None else self.record
+        """The record, ``(1,)`` int64 (0: none), to be read on the host with the sums."""
+        return torch.zeros(1, dtype=torch.int64) if self.record is None else self.record.reshape(1)
 
     def check(self) -> None:
         """Raises the recorded refusal, if any (one transfer)."""
-        error = refusal_error(self.read().tolist())
+        error = refusal_error(self.read().item())
         if error is not None:
             raise error
 
 
-def _taken_back_together(metrics: Sequence, accept: torch.Tensor, accumulate: Callable[[], None]) -> None:
+def _taken_back_together(metrics: Sequence, refused: torch.Tensor, accumulate: Callable[[], None]) -> None:
     """``taken_back`` for a group's members on one device, in a fixed number of launches: their
     sums and counts saved and restored side by side; each member's state becomes its rows
     (views) of the result."""
     sums = [m._sum_per_k for m in metrics]
     saved_sums, saved_counts = torch.cat(sums), torch.stack([m._num_examples for m in metrics])
     accumulate()
-    keep = accept.to(saved_sums.device)
-    kept_sums = torch.where(keep, torch.cat([m._sum_per_k for m in metrics]), saved_sums)
-    kept_counts = torch.where(keep, torch.stack([m._num_examples for m in metrics]), saved_counts)
+    back = refused.to(saved_sums.device)
+    kept_sums = torch.where(back, saved_sums, torch.cat([m._sum_per_k for m in metrics]))
+    kept_counts = torch.where(back, saved_counts, torch.stack([m._num_examples for m in metrics]))
     rows = kept_sums.split([part.shape[0] for part in sums])
     for metric, part, count in zip(metrics, rows, kept_counts.unbind(), strict=True):
         metric._sum_per_k, metric._num_examples = part, count
 
 
-def refusal_error(record: Sequence[int]) -> ValueError | None:
-    """The ``ValueError`` of a record read on the host (code, update, row), or None."""
-    code, update, row = record
-    if code == 0:
+# A record's key: the update's priority (``_UPDATES`` less its count since reset, so that the
+# first refusal is the largest), then the code, then ``_ROWS`` less the row.
+_ROW_BITS = 31
+_ROWS = (1 << _ROW_BITS) - 1
+_KEY_BITS = _ROW_BITS + 2  # codes 1 and 2
+_UPDATES = 1 << (62 - _KEY_BITS)  # updates counted since reset: 2**29 - 1 at most
+
+
+def refusal_error(record: int) -> ValueError | None:
+    """The ``ValueError`` of a record read on the host (:meth:`DeferredRefusal.note`), or None."""
+    if record == 0:
         return None
+    update = _UPDATES - (record >> _KEY_BITS)
+    key = record & ((1 << _KEY_BITS) - 1)
+    code, row = key >> _ROW_BITS, _ROWS - (key & _ROWS)
     return ValueError(
         f"{NAN_MESSAGES[code]} Found in update {update} since reset, row {row} of that batch: the "
         "update added nothing (on this device the check runs without a synchronization, so it is "
