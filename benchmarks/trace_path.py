@@ -43,7 +43,15 @@ import ignite_ranking
 
 PACKAGE = Path(ignite_ranking.__file__).resolve().parent
 # Leaf utilities: modules that import nothing of the library's and that every step may use.
-LEAVES = frozenset({"kernels/backend.py", "kernels/chunks.py", "kernels/inputs.py", "metrics/devices.py"})
+LEAVES = frozenset(
+    {
+        "kernels/backend.py",
+        "kernels/chunks.py",
+        "kernels/constants.py",
+        "kernels/inputs.py",
+        "metrics/devices.py",
+    }
+)
 # The step of each module a batch's way enters, in the order of the steps.
 STEPS = {
     "metrics/batches.py": "form",

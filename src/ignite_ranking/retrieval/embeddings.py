@@ -129,6 +129,7 @@ def evaluate_embeddings(
         )
     if group is not None and conv.tie_order == "row" and len({str(doc) for doc in ids}) != len(ids):
         raise ValueError("corpus_ids hold an id twice (ids are compared as str)")
+    exclude = _checked_exclude(exclude)
     named = _named_documents(table, [str(query_ids[i]) for i in evaluated], exclude, ignore_identical_ids)
     row_of = {name: row for row, doc in enumerate(ids) if (name := str(doc)) in named}
     k = max(k for _, k in asked)
@@ -324,21 +325,29 @@ def _named_documents(table, wanted, exclude, ignore_identical_ids) -> set[str]:
     ones whose rows are looked up (a dict over the whole corpus costs more than its block)."""
     named = {doc for query in wanted for doc in table[query]}
     if exclude is not None:
-        named.update(str(doc) for query, docs in exclude.items() for doc in docs)
+        named.update(doc for docs in exclude.values() for doc in docs)
     if ignore_identical_ids:
         named.update(wanted)
     return named
 
 
+def _checked_exclude(exclude) -> dict[str, list[str]] | None:
+    """``exclude`` with its ids as str (they are compared as str), or None; refuses another form."""
+    if exclude is None:
+        return None
+    if not isinstance(exclude, Mapping):
+        raise TypeError(f"exclude must be a dict {{query id: [document ids]}}, got {type(exclude).__name__}")
+    return {str(q): [str(d) for d in _doc_ids(q, docs)] for q, docs in exclude.items()}
+
+
 def _excluded(wanted, exclude, ignore_identical_ids, row_of, device) -> torch.Tensor | None:
+    """The ``(batch, m)`` rows excluded for the ``wanted`` queries, padded with -1, or None."""
     if exclude is None and not ignore_identical_ids:
         return None
-    if exclude is not None and not isinstance(exclude, Mapping):
-        raise TypeError(f"exclude must be a dict {{query id: [document ids]}}, got {type(exclude).__name__}")
-    exclude = {} if exclude is None else {str(q): _doc_ids(q, docs) for q, docs in exclude.items()}
+    exclude = exclude or {}
     rows = []
     for query in wanted:
-        docs = [str(d) for d in exclude.get(query, ())] + ([query] if ignore_identical_ids else [])
+        docs = exclude.get(query, []) + ([query] if ignore_identical_ids else [])
         rows.append([row_of[d] for d in docs if d in row_of])
     width = max(map(len, rows), default=0)
     return torch.tensor(
