@@ -271,6 +271,22 @@ def test_bad_inputs_are_refused(change, error, message):
         )
 
 
+def test_finite_embeddings_whose_sum_overflows_are_accepted():
+    """The finiteness check sums first: an overflowing sum of finite values is checked entry by
+    entry, not refused; one inf among them is."""
+    big = torch.full((3, 2), 3e38)
+    got = retrieval.evaluate_embeddings(
+        torch.eye(2), big, {"q0": {"d0": 1}}, query_ids=["q0", "q1"], corpus_ids=["d0", "d1", "d2"],
+        measures=["mrr@10"], similarity="dot",
+    )  # fmt: skip
+    assert got == {"mrr@10": 1.0}
+    big[1, 1] = -math.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        retrieval.evaluate_embeddings(
+            torch.eye(2), big, {"q0": {"d0": 1}}, query_ids=["q0", "q1"], corpus_ids=["d0", "d1", "d2"]
+        )
+
+
 def test_half_precision_and_int_ids_give_the_float32_str_numbers():
     queries, corpus, query_ids, corpus_ids, qrels = embedding_data(9, num_docs=300)
     kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "chunk_size": 40}

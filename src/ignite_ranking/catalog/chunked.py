@@ -520,22 +520,26 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
     wanted = block >= bound
     if valid is not None:
         wanted &= valid
-    rows, cols = wanted.nonzero(as_tuple=True)
-    return open_rows[rows], cols, block[wanted]
+    flat = wanted.reshape(-1).nonzero().squeeze(1)  # one pass finds the entries
+    rows = flat.div(block.shape[1], rounding_mode="floor")
+    cols = flat - rows * block.shape[1]
+    values = block.view(-1).index_select(0, flat) if block.is_contiguous() else block[rows, cols]
+    return open_rows[rows], cols, values
 
 
 def _kth_lower_bound(block: torch.Tensor, depth: int) -> torch.Tensor:
     """``(rows, 1)``, at most each row's ``depth``-th best score, and close to it.
 
-    The ``depth``-th best of the maxima of groups of consecutive scores: each of the ``depth``
-    best groups holds a score at least that. A top k over about ``8 * depth`` maxima instead of
-    the whole row (the slowest step of a first chunk).
+    The ``depth``-th best of the maxima of disjoint groups of a row's scores: each of the
+    ``depth`` best groups holds a score at least that. A top k over about ``8 * depth`` maxima
+    instead of the whole row (the slowest step of a first chunk). A group is every
+    ``groups``-th column (any partition bounds it), so the maxima are one vectorized pass.
     """
     size = block.shape[1] // (8 * depth)
     if size < 2:
         return block.topk(depth, dim=1).values[:, -1:]
-    whole = block.shape[1] - block.shape[1] % size
-    maxima = block[:, :whole].unflatten(1, (-1, size)).amax(-1)
+    groups = block.shape[1] // size
+    maxima = block[:, : groups * size].unflatten(1, (size, groups)).amax(1)
     return maxima.topk(depth, dim=1).values[:, -1:]
 
 

@@ -108,12 +108,8 @@ def evaluate_embeddings(
     )
     table = as_qrels_dict(qrels)
     ids, offset, num_items = _global_ids(corpus_ids, group)
-    order = _tie_permutation(ids, conv, group)
-    corpus = corpus_embeddings
-    if order is not None:  # rank the rows in id order, so that the row tie rule is the id order
-        ids = [ids[i] for i in order]
-        corpus = corpus.index_select(0, torch.tensor(order, dtype=torch.int64, device=corpus.device))
-    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=order is not None)
+    ids, corpus, owned = _in_tie_order(ids, corpus_embeddings, conv, group)
+    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=owned)
     ties = "last" if conv.tie_order == "id_descending" else "first"
 
     evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
@@ -203,7 +199,8 @@ def _check_embeddings(queries: object, corpus: object, custom: bool) -> None:
     for name, value in (("query_embeddings", queries), ("corpus_embeddings", corpus)):
         if not isinstance(value, torch.Tensor) or value.dim() != 2 or not value.is_floating_point():
             raise ValueError(f"{name} must be a 2-D floating tensor, got {_describe(value)}")
-        if not value.isfinite().all():
+        # A finite sum has no NaN or inf in it (one read, no mask); an overflowing one is checked.
+        if not value.sum().isfinite() and not value.isfinite().all():
             raise ValueError(f"{name} contain NaN or infinite values")
     if not custom and (queries.shape[1] != corpus.shape[1] or queries.dtype != corpus.dtype):
         raise ValueError(
@@ -252,6 +249,18 @@ def _global_ids(corpus_ids: list, group) -> tuple[list, int, int | None]:
     sizes = [len(part) for part in gathered]
     rank = dist.get_rank(group)
     return [i for part in gathered for i in part], sum(sizes[:rank]), sum(sizes)
+
+
+def _in_tie_order(
+    ids: list, corpus: torch.Tensor, conv: Convention, group
+) -> tuple[list, torch.Tensor, bool]:
+    """The ids and corpus rows in the order whose row tie rule is the convention's (id order),
+    and whether the corpus returned is a copy of ours; the permutation dies here."""
+    order = _tie_permutation(ids, conv, group)
+    if order is None:
+        return ids, corpus, False
+    rows = torch.tensor(order, dtype=torch.int64, device=corpus.device)
+    return [ids[i] for i in order], corpus.index_select(0, rows), True
 
 
 def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool):
