@@ -18,11 +18,13 @@ __all__ = [
     "GAIN_FUNCTIONS",
     "IdealLevels",
     "RankedBatch",
+    "Stacked",
     "at_cutoffs",
     "check_gain_function",
     "gain",
     "ideal_order",
     "sequential_sums",
+    "stacked_gains",
     "sum_to_cutoffs",
 ]
 
@@ -86,22 +88,64 @@ def gain(
     return torch.where(relevant, values, zero)
 
 
+@dataclass
+class Stacked:
+    """A batch's ranked and ideal labels and relevance, ``(2, batch, K)`` float64 each (slab 0
+    the ranked items', slab 1 the ideal ranking's), for a threshold ``>= 0``: the generic
+    kernels' form, whose gains and sums take one pass for both. ``finite``: the labels were
+    integers, never infinite. :meth:`RankedBatch.ranked_and_ideal` reads it while the batch's
+    labels and relevance are still its slabs."""
+
+    labels: torch.Tensor
+    relevant: torch.Tensor
+    finite: bool
+
+    def __post_init__(self) -> None:
+        self.slabs = (self.labels[0], self.relevant[0], self.labels[1], self.relevant[1])
+
+
+_FLOAT64_MAX = torch.finfo(torch.float64).max
+
+
+def stacked_gains(stacked: Stacked, gain_function: str) -> torch.Tensor:
+    """``(2, batch, K)``: :func:`gain` of both slabs of ``stacked``, each row scaled by its
+    largest label (the ideal slab's first), the same values to the bit.
+
+    Exponential gains take ``2**(label - shift) - 2**-shift`` with the relevance folded into
+    the exponent: a non-relevant item's is ``-shift``, so it gains +0.0 as :func:`gain` masks it.
+    A ``-inf`` label (never relevant here) is clamped first (``0 * -inf`` is NaN), and the
+    exponent ``inf - inf`` of a ``+inf`` largest label is 0, as :func:`gain` takes it.
+    """
+    labels, relevant = stacked.labels, stacked.relevant
+    top = labels[1, :, :1]
+    if gain_function != "exp_rank":
+        return gain(labels, relevant > 0, gain_function, top)
+    if not stacked.finite:
+        labels = labels.clamp(min=-_FLOAT64_MAX)
+    shift = torch.threshold(top, _EXP_SCALE_FROM, 0.0).neg_()  # minus gain()'s shift
+    exponent = torch.addcmul(shift, relevant, labels)
+    if not stacked.finite:
+        exponent.nan_to_num_(nan=0.0, posinf=math.inf, neginf=-math.inf)
+    return exponent.exp2_().sub_(shift.exp2_())
+
+
 def sum_to_cutoffs(
     per_rank: torch.Tensor, cutoffs: Sequence[int], weights: torch.Tensor | None = None
 ) -> torch.Tensor:
     """Cumulative sums of ``per_rank`` (times ``weights``, one per rank, if given) read at each
     cutoff: ``(batch, len(cutoffs))``; a cutoff beyond the ranks sums them all. One sequential
-    sum along the ranks, so a cutoff's value does not depend on the other cutoffs asked for."""
-    batch, depth = per_rank.shape
+    sum along the ranks, so a cutoff's value does not depend on the other cutoffs asked for.
+    Leading dimensions (stacked slabs, ``(slabs, batch, depth)``) are summed side by side."""
+    *rows, depth = per_rank.shape
     if depth == 0 or not cutoffs:
-        return torch.zeros(batch, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
+        return torch.zeros(*rows, len(cutoffs), dtype=per_rank.dtype, device=per_rank.device)
     depth = min(depth, max(cutoffs))  # the ranks past the deepest cutoff are not read
 
     def block(start: int, stop: int) -> torch.Tensor:
-        columns = per_rank[:, start:stop]
+        columns = per_rank[..., start:stop]
         return columns * weights[..., start:stop] if weights is not None else columns.clone()
 
-    return sequential_sums(block, batch, depth, cutoffs)
+    return sequential_sums(block, tuple(rows), depth, cutoffs)
 
 
 # Cumulative sums of more columns than make this many elements are taken a block at a time, a
@@ -111,41 +155,42 @@ _SUM_ELEMENTS = 2**16
 
 
 def sequential_sums(
-    block: Callable[[int, int], torch.Tensor], batch: int, depth: int, cutoffs: Sequence[int]
+    block: Callable[[int, int], torch.Tensor], rows: tuple[int, ...], depth: int, cutoffs: Sequence[int]
 ) -> torch.Tensor:
-    """``(batch, len(cutoffs))``: the cumulative sums along the ranks of ``(batch, depth)`` values,
-    ``depth > 0``, read at each cutoff; ``block(start, stop)`` gives the values of ranks
+    """``(*rows, len(cutoffs))``: the cumulative sums along the ranks of ``(*rows, depth)``
+    values, ``depth > 0``, read at each cutoff; ``block(start, stop)`` gives the values of ranks
     ``start + 1 .. stop`` as a new tensor (written here).
 
     Deep rows are summed a block of columns (in cache) at a time, each block's first column
     adding the sum so far: the same sequential sums as one ``cumsum`` of all ranks, to the bit,
-    without a ``(batch, depth)`` tensor of them (nor of the values).
+    without a ``(batch, depth)`` tensor of them (nor of the values). The block's width is set
+    by the last of ``rows`` (a batch's rows: stacked slabs of one batch take the same blocks).
     """
-    step = max(1, _SUM_ELEMENTS // max(batch, 1))
+    step = max(1, _SUM_ELEMENTS // max(rows[-1], 1))
     columns = [min(k, depth) - 1 for k in cutoffs]
     if depth <= step or columns != sorted(columns):
-        return at_cutoffs(block(0, depth).cumsum_(dim=1), cutoffs)
+        return at_cutoffs(block(0, depth).cumsum_(dim=-1), cutoffs)
     out = so_far = None
     for start in range(0, depth, step):
         stop = min(start + step, depth)
         summed = block(start, stop)
         if so_far is not None:
-            summed[:, 0] += so_far
-        summed.cumsum_(dim=1)
+            summed[..., 0] += so_far
+        summed.cumsum_(dim=-1)
         if out is None:
-            out = torch.empty(batch, len(columns), dtype=summed.dtype, device=summed.device)
+            out = torch.empty(*rows, len(columns), dtype=summed.dtype, device=summed.device)
         low, high = bisect.bisect_left(columns, start), bisect.bisect_left(columns, stop)
         if high > low:
             at = constants.listed(tuple(c - start for c in columns[low:high]), torch.int64, summed.device)
-            out[:, low:high] = summed[:, at]
-        so_far = summed[:, -1]
+            out[..., low:high] = summed[..., at]
+        so_far = summed[..., -1]
     return out
 
 
 def at_cutoffs(cumulative: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
     """``(batch, len(cutoffs))``: cumulative sums ``(batch, K)``, ``K > 0``, read at each cutoff
-    (a cutoff beyond ``K`` reads the last)."""
-    return cumulative[:, _cutoff_columns(tuple(cutoffs), cumulative.shape[1], cumulative.device)]
+    (a cutoff beyond ``K`` reads the last); leading dimensions are kept."""
+    return cumulative[..., _cutoff_columns(tuple(cutoffs), cumulative.shape[-1], cumulative.device)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -289,8 +334,10 @@ class RankedBatch:
             how many items of the row hold the label of the last held position of the ideal
             ranking (its whole run of equal labels, also beyond ``K``) where that position holds
             a relevant item, else 0; None when not asked for (expected exposure's target).
-        refused: ``(batch,)`` uint8 NaN codes of the rows (:func:`~.inputs.nan_rows`), left by
+        refused: ``(batch,)`` NaN codes or flags of the rows (:func:`~.inputs.nan_rows`), left by
             the generic kernels for the metric to refuse later (docs/contract.md); else None.
+        stacked: the generic kernels' :class:`Stacked` form of ``labels``, ``relevant``,
+            ``ideal_labels`` and ``ideal_relevant`` (their views), or None.
     """
 
     labels: torch.Tensor | None
@@ -309,6 +356,7 @@ class RankedBatch:
     catalog: torch.Tensor | None = None
     ideal_last_run: torch.Tensor | None = None
     refused: torch.Tensor | None = None
+    stacked: Stacked | None = None
     _gain_cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -323,6 +371,15 @@ class RankedBatch:
         if self.ideal_labels is None or self.ideal_labels.shape[1] == 0:
             return None
         return self.ideal_labels[:, 0]
+
+    def ranked_and_ideal(self) -> Stacked | None:
+        """``stacked`` while the batch's labels, relevance and ideal ones are its slabs (a batch
+        rebuilt with other labels, say condensed to its judged items, no longer reads it)."""
+        stacked = self.stacked
+        if stacked is None:
+            return None
+        held = (self.labels, self.relevant, self.ideal_labels, self.ideal_relevant)
+        return stacked if all(a is b for a, b in zip(held, stacked.slabs, strict=True)) else None
 
     def ideal(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``ideal_labels`` and ``ideal_relevant``, laid out from ``ideal_levels`` if need be."""

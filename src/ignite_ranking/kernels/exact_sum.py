@@ -102,13 +102,16 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
 
 def _stacked_sums(v: torch.Tensor) -> torch.Tensor:
     """Uncarried ``(columns, LIMBS)`` limbs of ``(rows, columns)`` float64 values (1 to ``_ROWS``
-    rows): the three parts of every value stacked and summed in one reduction."""
-    whole = v.trunc()
-    scaled = (v - whole).mul_(2.0**32)  # the signed fraction times 2**32: exact
-    high = scaled.trunc()
-    low = scaled.sub_(high).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
-    inside = v.abs().lt_(_BOUND)  # 0.0 for NaN
-    sums = torch.stack((whole, high, low, inside), dim=-1).sum(dim=0).to(torch.int64)
+    rows): the three parts of every value and its range flag, each written in place beside the
+    others (no stacked copy), summed in one reduction."""
+    parts = torch.empty((*v.shape, LIMBS), dtype=torch.float64, device=v.device)
+    whole, high, low, inside = parts.unbind(-1)
+    torch.trunc(v, out=whole)
+    torch.sub(v, whole, out=high).mul_(2.0**32)  # the signed fraction times 2**32: exact
+    torch.frac(high, out=low).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
+    high.trunc_()
+    torch.abs(v, out=inside).lt_(_BOUND)  # 0.0 for NaN
+    sums = parts.sum(dim=0).to(torch.int64)
     flags = sums[:, -1]
     torch.lt(flags, v.shape[0], out=flags)  # a value outside: flagged once, as the blocks flag it
     return sums

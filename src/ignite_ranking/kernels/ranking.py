@@ -34,7 +34,7 @@ import torch
 
 from . import constants
 from .backend import host_tuned
-from .batch import IdealLevels, RankedBatch, ideal_order
+from .batch import IdealLevels, RankedBatch, Stacked, ideal_order
 from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index
 from .chunks import row_slices, rows_per_chunk
 from .ideal import label_levels, relevant_largest
@@ -378,7 +378,7 @@ def rank_batch(
     labels, threshold = comparable_labels(y, relevance_threshold)
     num_relevant = count_relevant(y, relevance_threshold, whole=defer) if cover_relevant else None
     depth = min(depth, y.shape[1])
-    best = levels = labels_seen = None
+    best = levels = labels_seen = stacked = None
     if ideal:
         levels, reached = label_levels(labels, threshold, sorts_whole_rows(depth, y.shape[1]))
         if levels is None:
@@ -386,7 +386,8 @@ def rank_batch(
             width = min(depth + 1, y.shape[1])
             sparse = relevant_largest(labels, threshold, width)
             if sparse is None:
-                best = top_k_rows(labels, width)[0]
+                stacked = _beside_ranked(labels, threshold, depth, width, ties) if defer else None
+                best = top_k_rows(labels, width)[0] if stacked is None else stacked[1]
                 labels_seen = best[:, 0] if width else None  # a NaN is the largest to topk
             else:
                 best, reached, labels_seen = sparse
@@ -394,9 +395,11 @@ def rank_batch(
                     levels, best = best, None
         if reached is not None and num_relevant is None:
             num_relevant = reached if count else (reached > 0).to(torch.float64)
+    # Whether each row has a relevant item, read off its ideal relevance once ranked.
+    off_ideal = num_relevant is None and stacked is not None and not count
     if num_relevant is None and not relevance:
         num_relevant = torch.zeros(y.shape[0], dtype=torch.float64, device=y.device)
-    if num_relevant is None:
+    if num_relevant is None and not off_ideal:
         num_relevant, row_max = _relevant_per_row(
             y, labels, threshold, relevance_threshold, depth, best, count
         )
@@ -417,14 +420,25 @@ def rank_batch(
         )
     else:
         ranked_labels, relevant, indices, blocks = _rank_by_top_k(
-            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels, check_nan
+            y_pred, labels, threshold, depth, ties, keep_indices, keep_labels, check_nan, stacked
         )
+    if stacked is not None:  # (2, batch, K) both: the ranked labels, then the ideal ones
+        stacked = Stacked(ranked_labels, relevant, finite=not labels.is_floating_point())
+        ranked_labels, relevant, ideal_labels, ideal_relevant = stacked.slabs
+        num_relevant = ideal_relevant[:, 0] if off_ideal else num_relevant
     batch = RankedBatch(
-        labels=ranked_labels, relevant=relevant, num_relevant=num_relevant, indices=indices, blocks=blocks
+        labels=ranked_labels if keep_labels or stacked is None else None,
+        relevant=relevant,
+        num_relevant=num_relevant,
+        indices=indices,
+        blocks=blocks,
+        stacked=stacked,
     )
     if cover_relevant:
         batch.relevant_within_r = relevant_within_r(y_pred, labels, threshold, num_relevant, ties)
-    if best is not None:
+    if stacked is not None:
+        batch.ideal_labels, batch.ideal_relevant = ideal_labels, ideal_relevant
+    elif best is not None:
         batch.ideal_labels, batch.ideal_relevant = ideal_order(labels, threshold, best[:, :depth])
     batch.ideal_levels = levels
     batch.catalog = constants.scalar(float(y.shape[1]), torch.float64, y.device).expand(y.shape[0])
@@ -465,17 +479,23 @@ def ideal_last_run(batch: RankedBatch, labels: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels, check_nan):
+def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels, check_nan, stacked=None):
     """``_rank_by_sort``'s results by ``torch.topk`` (:func:`_select`); ``check_nan(best)``
-    refuses NaN given each row's best score, right after the selection."""
+    refuses NaN given each row's best score, right after the selection. With ``stacked`` (from
+    :func:`_beside_ranked`) the labels and relevance are ``(2, batch, k)``: the ranked items',
+    then the ideal ranking's."""
     indices, crossing, values = _select(scores, k, ties, labels)
     check_nan(values[:, 0])
     boundary = values[:, -1]
     # One (batch, K) temporary at a time: relevance is tested in the labels' own dtype, and the
     # indices are dropped as soon as nothing needs them (deep rankings make these large).
-    native = labels.gather(1, indices)
+    if stacked is None:
+        native = labels.gather(1, indices)
+    else:
+        native = stacked[:, :, :k]
+        torch.gather(labels, 1, indices, out=native[0])
     relevant = _at_least(native, threshold, torch.bool if ties == "average" else torch.float64)
-    ranked_labels = native.to(torch.float64) if keep_labels else None
+    ranked_labels = native.to(torch.float64) if keep_labels or stacked is not None else None
     del native
     kept = indices if keep_indices else None
     if ties != "average":
@@ -483,6 +503,20 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
+
+
+def _beside_ranked(labels, threshold, k, width, ties):
+    """Under a threshold ``>= 0`` (where the label order is the ideal one) and a policy without
+    tied blocks, ranked by top-k: a ``(2, batch, width)`` buffer of the labels' dtype whose slab
+    1 holds each row's ``width`` largest labels, descending, and whose slab 0 takes the ``k``
+    ranked ones (:func:`_rank_by_top_k`), so that both are read in one pass each. Else None."""
+    batch, num_items = labels.shape
+    if threshold < 0 or ties == "average" or _by_sort(k, num_items) or batch == 0:
+        return None
+    stacked = torch.empty((2, batch, width), dtype=labels.dtype, device=labels.device)
+    columns = torch.empty((batch, width), dtype=torch.int64, device=labels.device)
+    torch.topk(labels, width, dim=1, out=(stacked[1], columns))
+    return stacked
 
 
 def _at_least(values: torch.Tensor, threshold: float | int, dtype: torch.dtype) -> torch.Tensor:

@@ -10,12 +10,13 @@ value over the orders of each block (:mod:`ignite_ranking.kernels.expected`).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 
 import torch
 
 from . import constants, expected
-from .batch import RankedBatch, at_cutoffs, sum_to_cutoffs
+from .batch import RankedBatch, at_cutoffs, stacked_gains, sum_to_cutoffs
 
 __all__ = [
     "AP_DENOMINATORS",
@@ -54,11 +55,14 @@ def _discount(depth: int, device: torch.device) -> torch.Tensor:
     return 1.0 / torch.log2(_ranks(depth, 2, device))
 
 
+_SMALLEST = math.ulp(0.0)  # the least positive float64
+
+
 def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
-    """``numerator / denominator`` with 0 where the denominator is 0."""
-    positive = denominator > 0
-    one, zero = (constants.scalar(v, denominator.dtype, denominator.device) for v in (1.0, 0.0))
-    return torch.where(positive, numerator / torch.where(positive, denominator, one), zero)
+    """``numerator / denominator`` with 0 where the denominator is not positive (the quotients
+    there, inf or NaN, are not kept)."""
+    zero = constants.scalar(0.0, denominator.dtype, denominator.device)
+    return torch.where(denominator > 0, numerator / denominator, zero)
 
 
 def reciprocal_rank(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
@@ -167,6 +171,14 @@ def average_precision(
 def ndcg(ranked: RankedBatch, cutoffs: Sequence[int], gain_function: str = "exp_rank") -> torch.Tensor:
     """``DCG@k / IDCG@k`` with discount ``1 / log2(rank + 1)``; IDCG from the row's own labels."""
     discount = _discount(ranked.depth, ranked.relevant.device)
+    stacked = ranked.ranked_and_ideal()
+    if stacked is not None:  # the generic kernels' form: ranked and ideal gains in one pass
+        dcg, idcg = sum_to_cutoffs(stacked_gains(stacked, gain_function), cutoffs, discount)
+        if gain_function == "exp_rank":
+            # Under a threshold >= 0 (the stacked form's) these gains are +0.0 or positive, and
+            # IDCG is 0 only where every gain is: DCG is +0.0 there, and so is the quotient.
+            return dcg / idcg.clamp(min=_SMALLEST)
+        return _divide(dcg, idcg)
     dcg = ranked.dcg(gain_function, cutoffs, discount)
     idcg = ranked.ideal_dcg(gain_function, cutoffs, discount)
     return _divide(dcg, idcg)

@@ -103,11 +103,11 @@ class LabelNotes:
         if not self.checked:
             self.checked = True
             self._warn_of_fractions(labels, owner, threshold)
-        none_relevant = ranked.num_relevant.amax() <= 0 if ranked.num_relevant.numel() else torch.tensor(True)
-        if host_tuned(labels) and not bool(none_relevant):
+        any_relevant = ranked.num_relevant.any()  # counts are never negative; False if no row
+        if host_tuned(labels) and bool(any_relevant):
             return
         below = constants.scalar(-math.inf, torch.float64, labels.device)
-        largest = torch.where(none_relevant, labels.amax(), below)  # float64
+        largest = torch.where(any_relevant, below, labels.amax())  # float64
         self.largest = (
             largest if self.largest is None else torch.maximum(self.largest, largest.to(self.largest))
         )

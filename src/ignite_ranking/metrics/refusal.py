@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..kernels import constants
-from ..kernels.inputs import NAN_MESSAGES
+from ..kernels.inputs import NAN_MESSAGES, nan_code
 from .devices import warn_of_host_state
 
 __all__ = ["DeferredRefusal", "accumulate_or_refuse", "refusal_error", "refuse_now"]
@@ -32,6 +32,7 @@ class DeferredRefusal:
     def reset(self) -> DeferredRefusal:
         self.updates = 0  # updates since reset
         self.record: torch.Tensor | None = None  # int64 0-dim: 0, or the first refusal's key
+        self.flat: tuple[torch.Tensor, list] | None = None  # the states' flat tensor, their views
         return self
 
     def note(self, codes: torch.Tensor) -> torch.Tensor:
@@ -39,13 +40,16 @@ class DeferredRefusal:
 
         A fixed number of launches: each row's key (its code, then its row counted down from
         ``_ROWS``) and their maximum, the largest code's first row; a refused update's key goes
-        above its priority (earlier updates higher) and the record keeps the largest."""
+        above its priority (earlier updates higher) and the record keeps the largest. Flags of
+        one code (bool) carry the priority in their weight: their key is the record's at once."""
         self.updates += 1
         down = constants.arange(_ROWS, _ROWS - codes.shape[0], -1, torch.int64, codes.device)
-        key = torch.add(down, codes, alpha=1 << _ROW_BITS).amax()  # above _ROWS: refused
-        refused = key > _ROWS
         priority = (_UPDATES - min(self.updates, _UPDATES - 1)) << _KEY_BITS
-        found = key.add(priority).mul_(refused)
+        flags = codes.dtype == torch.bool
+        weight = (nan_code(codes) << _ROW_BITS) + (priority if flags else 0)
+        key = torch.add(down, codes, alpha=weight).amax()  # above _ROWS: refused
+        refused = key > _ROWS
+        found = torch.threshold(key, _ROWS, 0) if flags else key.add(priority).mul_(refused)
         self.record = found if self.record is None else torch.maximum(self.record, found)
         return refused
 
@@ -53,8 +57,8 @@ class DeferredRefusal:
         """Runs ``accumulate`` (which adds a batch to ``metrics``' sums and counts), then takes
         its additions back on the device if ``codes`` refuse the batch."""
         refused = self.note(codes)
-        if len(metrics) > 1 and len({m._sum_per_k.device for m in metrics}) == 1:
-            _taken_back_together(metrics, refused, accumulate)
+        if len({(t.device, t.dtype) for m in metrics for t in (m._sum_per_k, m._num_examples)}) == 1:
+            self._taken_back_together(metrics, refused, accumulate)
             return
         saved = [(m._sum_per_k.clone(), m._num_examples.clone()) for m in metrics]
         accumulate()
@@ -62,6 +66,43 @@ class DeferredRefusal:
             back = refused.to(sums.device)
             metric._sum_per_k = torch.where(back, sums, metric._sum_per_k)
             metric._num_examples = torch.where(back, count, metric._num_examples)
+
+    def _taken_back_together(
+        self, metrics: Sequence, refused: torch.Tensor, accumulate: Callable[[], None]
+    ) -> None:
+        """``taken_back`` for metrics (one, or a group's members) whose states share a device and
+        a dtype: every sum and count saved in one flat copy and restored from it in one
+        ``torch.where``; each metric's state becomes its views of the result. While the states
+        are still those views (and ``accumulate`` adds to them in place), the flat tensor is
+        saved by a clone and restored in place: two launches, else three."""
+        flat = self._flat_of(metrics)
+        saved = _flat_state(metrics) if flat is None else flat.clone()
+        accumulate()
+        back = refused.to(saved.device)
+        if flat is not None and self._flat_of(metrics) is flat:
+            torch.where(back, saved, flat, out=flat)
+            return
+        kept = torch.where(back, saved, _flat_state(metrics))
+        views, at = [], 0
+        for metric in metrics:
+            size = metric._sum_per_k.numel()
+            metric._sum_per_k = kept[at : at + size].view(metric._sum_per_k.shape)
+            metric._num_examples = kept[at + size]
+            views.append((metric, metric._sum_per_k, metric._num_examples))
+            at += size + 1
+        self.flat = (kept, views)
+
+    def _flat_of(self, metrics: Sequence) -> torch.Tensor | None:
+        """The flat tensor of the last :meth:`_taken_back_together` if ``metrics``' states are
+        still its views, else None."""
+        if self.flat is None:
+            return None
+        flat, views = self.flat
+        same = len(views) == len(metrics) and all(
+            m is held and m._sum_per_k is sums and m._num_examples is count
+            for m, (held, sums, count) in zip(metrics, views, strict=False)
+        )
+        return flat if same else None
 
     def read(self) -> torch.Tensor:
         """The record, ``(1,)`` int64 (0: none), to be read on the host with the sums."""
@@ -74,19 +115,11 @@ class DeferredRefusal:
             raise error
 
 
-def _taken_back_together(metrics: Sequence, refused: torch.Tensor, accumulate: Callable[[], None]) -> None:
-    """``taken_back`` for a group's members on one device, in a fixed number of launches: their
-    sums and counts saved and restored side by side; each member's state becomes its rows
-    (views) of the result."""
-    sums = [m._sum_per_k for m in metrics]
-    saved_sums, saved_counts = torch.cat(sums), torch.stack([m._num_examples for m in metrics])
-    accumulate()
-    back = refused.to(saved_sums.device)
-    kept_sums = torch.where(back, saved_sums, torch.cat([m._sum_per_k for m in metrics]))
-    kept_counts = torch.where(back, saved_counts, torch.stack([m._num_examples for m in metrics]))
-    rows = kept_sums.split([part.shape[0] for part in sums])
-    for metric, part, count in zip(metrics, rows, kept_counts.unbind(), strict=True):
-        metric._sum_per_k, metric._num_examples = part, count
+def _flat_state(metrics: Sequence) -> torch.Tensor:
+    """Every metric's sums, flattened, each followed by its count: one copy."""
+    return torch.cat(
+        [part for m in metrics for part in (m._sum_per_k.reshape(-1), m._num_examples.reshape(1))]
+    )
 
 
 # A record's key: the update's priority (``_UPDATES`` less its count since reset, so that the
@@ -113,7 +146,7 @@ def refusal_error(record: int) -> ValueError | None:
 
 def refuse_now(codes: torch.Tensor) -> None:
     """Raises at once (one synchronization) if ``codes`` refuse the batch."""
-    code = int(codes.amax()) if codes.numel() else 0
+    code = int(codes.amax()) * nan_code(codes) if codes.numel() else 0
     if code:
         raise ValueError(NAN_MESSAGES[code])
 
