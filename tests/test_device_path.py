@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import metric_zoo
 import numpy as np
 import pytest
 import torch
@@ -371,3 +372,196 @@ def test_an_update_uploads_nothing(generic, make, batch):
     with counting() as counts:
         metric.update(data)
     assert not counts.uploads, counts.summary()
+
+
+# ------------------------------------------------------------- sparse labels and Retrieved (issue 35)
+
+SPARSE_FORMS = ("coo", "csr")
+RETRIEVED_FORMS = ("ids", "ids_wide", "ids_sparse", "ids_scores")
+# Syncs per update on the device path: none for sparse labels; for a Retrieved batch one, the
+# read of its value checks (ids in range, padding only at a row's end, no id listed twice, no NaN
+# score or grade), which the contract refuses at once, naming the row and the item.
+FORM_SYNCS = dict.fromkeys(SPARSE_FORMS, 0) | dict.fromkeys(RETRIEVED_FORMS, 1)
+
+
+def _form_batch(form: str, width: int, rows: int = 64):
+    """``rows`` queries of ``width`` items: dense scores with about 5 stored labels a row (graded,
+    some judged non-relevant) as COO or CSR, or ``width`` retrieved ids a row (not ascending) from
+    a catalog of ``2 * width`` and their judged items: 5 padded ids a row, 12 (past the lookup by
+    comparison) or a sparse tensor, with or without scores."""
+    g = torch.Generator().manual_seed(0)
+    if form in SPARSE_FORMS:
+        y_pred = torch.rand(rows, width, generator=g)
+        stored = torch.rand(rows, width, generator=g) < 5 / width
+        y = torch.where(stored, torch.randint(0, 4, (rows, width), generator=g), 0)
+        coo = torch.sparse_coo_tensor(stored.nonzero().T, y[stored], (rows, width)).coalesce()
+        return y_pred, coo if form == "coo" else coo.to_sparse_csr()
+    catalog = 2 * width
+    # A permutation of the catalog per row (7919 is a prime): the first ``width`` are retrieved.
+    permutation = (torch.arange(catalog)[None, :] * 7919 + torch.arange(rows)[:, None] * 13) % catalog
+    ids = permutation[:, :width]
+    m = 12 if form == "ids_wide" else 5
+    relevant = permutation[:, [1, 40, width - 1, *range(width + 3, width + 3 + 5 * (m - 3), 5)]]
+    grades = torch.randint(0, 3, (rows, m), generator=g)
+    if form == "ids_sparse":
+        dense = torch.zeros(rows, catalog, dtype=torch.float64).scatter_(1, relevant, grades.double())
+        return ir.Retrieved(ids, dense.to_sparse())
+    scores = torch.rand(rows, width, generator=g) if form == "ids_scores" else None
+    return ir.Retrieved(ids, relevant, scores=scores, grades=grades)
+
+
+def _counted_form_update(name: str, ties: str, form: str, width: int):
+    makers = {
+        "mrr": lambda: ir.MRR([1, 10, 100], ties=ties),
+        "ndcg": lambda: ir.NDCG([10, 100], ties=ties),
+        "group": lambda: ir.RankingMetrics(_family([1, 10, 100]), ties=ties),
+    }
+    metric, batch = makers[name](), _form_batch(form, width)
+    metric.update(batch)  # a warm-up
+    with counting() as counts:
+        metric.update(batch)
+    return counts
+
+
+@pytest.mark.parametrize("form", [*SPARSE_FORMS, *RETRIEVED_FORMS])
+@pytest.mark.parametrize("name", sorted(BUDGETS))
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_sparse_labels_and_retrieved_batches_wait_a_fixed_number_of_times(generic, form, name, ties):
+    narrow, wide = (_counted_form_update(name, ties, form, n) for n in (10_000, 100_000))
+    for counts in (narrow, wide):
+        assert counts.syncs == FORM_SYNCS[form], counts.summary()
+        assert not counts.uploads, counts.summary()
+    assert (narrow.ops, narrow.launches) == (wide.ops, wide.launches)
+
+
+@pytest.mark.parametrize("name", ["mrr", "ndcg"])
+def test_retrieved_lists_shorter_than_the_cutoff_read_once(generic, name):
+    """Fewer ids than the cutoff: the positions held are those the rows' relevant items need,
+    their most read with the checks (one synchronization all told)."""
+    batch = _form_batch("ids", 100)
+    short = ir.Retrieved(batch.ids[:, :10], batch.relevant, grades=batch.grades)
+    metric = ir.MRR([1, 10, 100]) if name == "mrr" else ir.NDCG([10, 100])
+    metric.update(short)
+    with counting() as counts:
+        metric.update(short)
+    assert counts.syncs == 1, counts.summary()
+
+
+def _form_batches(seed: int) -> list[object]:
+    """Sparse labels and Retrieved batches of tied scores, graded labels and short lists."""
+    y_pred, y = tied_batch(12, 40, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    judged = torch.rand(12, 40, generator=g) < 0.5
+    judged[0] = False  # a row without judgements
+    coo = torch.sparse_coo_tensor(judged.nonzero().T, y[judged], y.shape).coalesce()
+    permutation = torch.argsort(torch.rand(12, 40, generator=g), dim=1)
+    ids = permutation[:, :7].clone()
+    ids[3, 4:] = -1
+    ids[5] = -1  # a row that retrieved nothing
+    ascending = torch.where(ids >= 0, ids, 99).sort(dim=1).values.masked_fill(ids < 0, -1)
+    relevant = permutation[:, [0, 1, *range(20, 29)]].clone()  # two retrieved, the others not
+    relevant[2, 6:] = -1
+    grades = torch.randint(0, 4, relevant.shape, generator=g)
+    scores = (torch.rand(12, 7, generator=g) * 4).floor() / 4  # heavy ties
+    return [
+        (y_pred, coo),
+        (y_pred.float(), coo.to_sparse_csr()),
+        ir.Retrieved(ids, relevant, grades=grades),
+        ir.Retrieved(ids, relevant[:, :5], scores=scores, grades=grades[:, :5]),
+        ir.Retrieved(ascending.masked_fill(ascending < 0, -1), relevant, scores=scores, grades=grades),
+        ir.Retrieved(ids, coo, scores=scores),
+    ]
+
+
+@pytest.mark.parametrize("ties", ["first", "last", "average", "optimistic", "pessimistic"])
+@pytest.mark.parametrize("ignore_index", [None, 2])
+def test_sparse_and_retrieved_values_are_bitwise_equal_on_both_paths(monkeypatch, ties, ignore_index):
+    """The family alone and in a group, and R-Precision, on each form, cutoffs past the lists."""
+    results = {}
+    for choice in ("auto", "generic"):
+        monkeypatch.setenv(backend.KERNELS_VARIABLE, choice)
+        out = []
+        for seed in (0, 1):
+            for position, batch in enumerate(_form_batches(seed)):
+                sparse_labels = isinstance(batch, tuple)
+                if sparse_labels and ignore_index is not None:
+                    continue  # refused with sparse labels
+                metrics = _family([1, 2, 5, 10, 50]) | {"r_precision": ir.RPrecision()}
+                group = ir.RankingMetrics(metrics, ties=ties, ignore_index=ignore_index)
+                if sparse_labels:  # an empty batch first: nothing to refuse, nothing added
+                    group.update((batch[0][:0], torch.zeros(0, 40).to_sparse()))
+                group.update(batch)
+                group.update(batch)
+                out.append((seed, position, group.compute()))
+        results[choice] = out
+    assert results["auto"] == results["generic"]
+
+
+_ITEM_LISTS = {metric_zoo.SPARSE, metric_zoo.RETRIEVED}
+_LIST_VARIANTS = [(n, v) for n, v in metric_zoo.variants() if _ITEM_LISTS & set(v.forms)]
+
+
+@pytest.mark.parametrize(("label", "variant"), _LIST_VARIANTS, ids=[n for n, _ in _LIST_VARIANTS])
+def test_every_metric_on_sparse_and_retrieved_batches_is_bitwise_equal_on_both_paths(
+    monkeypatch, label, variant
+):
+    results = {}
+    for choice in ("auto", "generic"):
+        monkeypatch.setenv(backend.KERNELS_VARIABLE, choice)
+        out = []
+        for form in sorted(_ITEM_LISTS & set(variant.forms)):
+            for seed in (0, 1):
+                for batch in metric_zoo.batches_of(form, seed):
+                    metric = variant.make(metric_zoo.KS)
+                    metric.update(batch)
+                    out.append(repr(metric_zoo.outcome(metric)))  # repr: NaN equals NaN
+        results[choice] = out
+    assert results["auto"] == results["generic"]
+
+
+def _nan_sparse_batch(where: str):
+    y_pred, y = tied_batch(4, 30, seed=9)
+    y_pred, labels = y_pred.clone(), y.clone()
+    if where == "score":
+        y_pred[2, 5] = math.nan
+    else:
+        labels[1, 3] = math.nan
+    return y_pred, labels.to_sparse()
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("score", r"^y_pred must not contain NaN; mask items with -inf instead\."),
+        ("label", r"^y must not contain NaN labels\."),
+    ],
+)
+def test_nan_in_sparse_labels_is_refused_at_compute_on_the_generic_path(monkeypatch, where, message):
+    """As a dense batch's (docs/contract.md): the host refuses at once; the device path adds
+    nothing and names the update and row at ``compute()``, or refuses at once per query."""
+    good = (tied_batch(4, 30, seed=1)[0], tied_batch(4, 30, seed=1)[1].to_sparse())
+    monkeypatch.setenv(backend.KERNELS_VARIABLE, "auto")
+    with pytest.raises(ValueError, match=message + "$"):
+        ir.MRR([1, 5]).update(_nan_sparse_batch(where))
+    monkeypatch.setenv(backend.KERNELS_VARIABLE, "generic")
+    metric, clean = ir.RankingMetrics(_family([1, 5])), ir.RankingMetrics(_family([1, 5]))
+    metric.update(good)
+    clean.update(good)
+    metric.update(_nan_sparse_batch(where))  # no error here
+    for got, want in zip(metric.metrics.values(), clean.metrics.values(), strict=True):
+        assert torch.equal(got._sum_per_k, want._sum_per_k)  # the NaN batch added nothing
+    row = 2 if where == "score" else 1
+    with pytest.raises(ValueError, match=message + f" Found in update 2 since reset, row {row} "):
+        metric.compute()
+    with pytest.raises(ValueError, match=message + "$"):
+        ir.MRR([1, 5], per_query=True).update(_nan_sparse_batch(where))
+
+
+@pytest.mark.parametrize("choice", ["auto", "generic"])
+def test_a_retrieved_batch_with_two_faults_names_the_first_on_both_paths(monkeypatch, choice):
+    """The checks read together still refuse with the host's first error: a value check (a
+    repeated id) before a shape check (the scores') that fails too."""
+    monkeypatch.setenv(backend.KERNELS_VARIABLE, choice)
+    bad = ir.Retrieved(torch.tensor([[1, 1, -1], [0, -1, -1]]), torch.tensor([[1], [0]]), torch.ones(2, 2))
+    with pytest.raises(ValueError, match=r"row 0 of the batch .* lists item 1 more than once"):
+        ir.MRR([1, 3]).update(bad)

@@ -35,7 +35,7 @@ import torch
 
 from . import constants
 from .batch import RankedBatch
-from .candidates import Ranking, _Candidates, rank_candidates
+from .candidates import Ranking, _Candidates, _TopItems, rank_candidates
 from .from_dicts import id_tensors
 from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs, refuse_nan
 from .ranking import rank_batch
@@ -196,7 +196,7 @@ def normalize(
     if isinstance(output, Retrieved):
         _refuse_held(held, "a Retrieved batch")
         where = _QueryNames(first_query, query_ids)
-        return _from_candidates(_retrieved_candidates(output, ranking.ignore_index, where), ranking)
+        return _from_candidates(_retrieved_candidates(output, ranking, where), ranking)
     forms = "(y_pred, y), (preds, target, indexes) or an ignite_ranking.Retrieved"
     if not isinstance(output, Sequence) or isinstance(output, (str, bytes)):
         # Ignite's metrics raise TypeError (None) or ValueError here: this is both.
@@ -257,9 +257,10 @@ def _refuse_held(held: FlatRows | None, what: str) -> None:
         )
 
 
-def _from_candidates(candidates: _Candidates, ranking: Ranking) -> Normalized:
+def _from_candidates(candidates: _Candidates | _TopItems, ranking: Ranking) -> Normalized:
     ranked = rank_candidates(candidates, ranking)
-    return Normalized(ranked, torch.arange(candidates.queries, device=candidates.labels.device))
+    queries = ranked.relevant.shape[0]
+    return Normalized(ranked, constants.arange(0, queries, 1, torch.int64, ranked.relevant.device))
 
 
 # ------------------------------------------------------------------------------------- flat form
