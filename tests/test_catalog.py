@@ -166,6 +166,23 @@ def test_callable_scorer_with_infinities_and_ties_at_the_boundaries(ties: str, m
     assert (got[1][5, :25] >= 0).all() and (got[1][5, 25:] == -1).all()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_signed_zeros_tie_and_keep_their_sign(dtype: torch.dtype, ties: str, method: str) -> None:
+    # Scores packed with their ids into one key (order_keys) tie -0.0 with 0.0, order
+    # subnormals, and come back bit for bit from the candidates, not from the keys.
+    gen = torch.Generator().manual_seed(5)
+    tiny = torch.finfo(dtype).tiny
+    values = torch.tensor([0.0, -0.0, tiny / 4, -tiny / 4, tiny, 1.0, -1.0, math.inf, -math.inf], dtype=dtype)
+    table = values[torch.randint(0, values.numel(), (5, 300), generator=gen)]
+    got = catalog.top_k(
+        torch.zeros(5, 1), lambda a, b: table[:, a:b], 120, chunk_size=70, ties=ties, num_items=300
+    )
+    expected = reference(table, 120, torch.zeros(5, 300, dtype=torch.bool), ties)
+    assert torch.equal(got[1], expected[1])
+    assert torch.equal(got[0].signbit(), expected[0].signbit()) and torch.equal(got[0], expected[0])
+
+
 @pytest.mark.parametrize("ties", ["first", "last"])
 def test_all_equal_scores_follow_the_tie_rule(ties: str, method: str) -> None:
     queries, items = torch.ones(3, 2), torch.ones(20, 2)

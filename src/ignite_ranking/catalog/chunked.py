@@ -5,12 +5,12 @@
 still reach a query's top k, and merges them into a running ``(batch, k)`` result. The result
 is the same as ranking the full matrix under the contract's tie rule, whatever the chunking.
 
-Two selection methods, both exact, share the merge:
+Two selection methods, both exact, share the merge (:class:`.running.RunningTop`):
 
-- ``"filter"`` (CPU): each row keeps its current k-th best score; one pass over a chunk reads
-  the maximum of every 32 consecutive scores, and only the groups above the row's k-th score
-  (a few per row once the top k has settled) are compared entry by entry. Candidates are
-  merged in batches, not after every chunk.
+- ``"filter"`` (CPU, :mod:`.filtering`): each row keeps its current k-th best score; one pass
+  over a chunk reads the maximum of every 32 consecutive scores, and only the groups above the
+  row's k-th score (a few per row once the top k has settled) are compared entry by entry.
+  Candidates are merged in batches, not after every chunk.
 - ``"topk"`` (CUDA and other accelerators): each chunk's own exact top k (``torch.topk`` and a
   tie fix that needs no data-dependent shapes) is merged at once. Nothing in the loop reads a
   value back to the host, so the device never waits for Python.
@@ -26,6 +26,8 @@ import torch
 
 from ..kernels import check_ties
 from ..kernels.backend import host_tuned
+from .filtering import Pending, filter_chunk
+from .running import RunningTop
 
 __all__ = ["BLOCK_BYTES", "top_k"]
 
@@ -124,10 +126,10 @@ def _rank(
     if ties == "last":
         spans = spans[::-1]  # later ids first: a newcomer then loses every tie, as under "first"
     method = _method_for(device)
-    state = _State(batch, depth, ties, device)
+    state = RunningTop(batch, depth, ties, device)
     if not batch:
         spans = []
-    pending = _Pending(ties)
+    pending = Pending()
     if progress:
         from tqdm import tqdm
 
@@ -135,7 +137,7 @@ def _rank(
     for start, stop in spans:
         scores = score_items(start, stop)
         if state.scores is None:
-            state.start(scores.dtype)
+            state.start(scores.dtype, num_items)
         elif scores.dtype != state.scores.dtype:
             raise TypeError(
                 f"items({start}, {stop}) returned {scores.dtype}, but earlier chunks were "
@@ -143,7 +145,7 @@ def _rank(
             )
         rows, cols = excluded.within(start, stop)
         if method == "filter":
-            _filter_chunk(scores, start, rows, cols, state, pending)
+            filter_chunk(scores, start, rows, cols, state, pending)
         else:
             _chunk_top_k(scores, start, rows, cols, state)
     pending.merge_into(state)
@@ -155,7 +157,6 @@ def _rank(
 
 
 _LABEL_POLICIES = ("optimistic", "pessimistic", "average")
-_NAN_MESSAGE = "the item scores contain NaN; scores may be +-inf but not NaN."
 
 
 def _check_k(k: object) -> int:
@@ -339,214 +340,10 @@ def _exclusion_pairs(exclude, batch: int, num_items: int) -> tuple[torch.Tensor,
     return rows, ids[rows, cols]
 
 
-# ------------------------------------------------------------------------------------ state
-
-
-class _State:
-    """The running ``(batch, depth)`` top items, best first; padding is id -1, score -inf.
-
-    Under ``ties="first"`` chunks come in increasing id order, under ``"last"`` in decreasing
-    order; either way every item already held beats a newcomer with an equal score.
-    """
-
-    def __init__(self, batch: int, depth: int, ties: str, device: torch.device):
-        self.batch, self.depth, self.ties, self.device = batch, depth, ties, device
-        self.scores: torch.Tensor | None = None
-        self.ids = torch.full((batch, depth), -1, dtype=torch.int64, device=device)
-        self.all_full = depth == 0  # a host-side flag, kept only by the "filter" method
-        self.nan = torch.zeros((), dtype=torch.bool, device=device)
-
-    def start(self, dtype: torch.dtype) -> None:
-        self.scores = torch.full((self.batch, self.depth), -math.inf, dtype=dtype, device=self.device)
-
-    def kth(self) -> torch.Tensor:
-        """Each row's k-th score; ``+inf`` where the row holds fewer than k items."""
-        last = self.scores[:, -1]
-        return torch.where(self.ids[:, -1] >= 0, last, torch.full_like(last, math.inf))
-
-    def merge(self, scores: torch.Tensor, ids: torch.Tensor, valid: torch.Tensor, plain: bool) -> None:
-        """Keeps the best ``depth`` of the held items and ``(batch, m)`` newcomers.
-
-        Newcomers come after the held items and in tie order among themselves, so a stable
-        descending sort puts equal scores in the policy's order. Padding slots score ``-inf``;
-        ``plain`` says that every held slot is an item and no newcomer item scores ``-inf``, so
-        no padding ties with an item ahead of it and the sort by score alone is enough.
-        Otherwise a second stable sort moves the items ahead of the padding.
-        """
-        all_scores = torch.cat([self.scores, scores], dim=1)
-        all_ids = torch.cat([self.ids, ids], dim=1)
-        order = all_scores.argsort(dim=1, descending=True, stable=True)
-        if not plain:
-            all_valid = torch.cat([self.ids >= 0, valid], dim=1).gather(1, order)
-            order = order.gather(1, all_valid.to(torch.uint8).argsort(dim=1, descending=True, stable=True))
-        order = order[:, : self.depth]
-        self.scores = all_scores.gather(1, order)
-        self.ids = all_ids.gather(1, order)
-
-    def check_finished(self) -> None:
-        if self.nan.any():
-            raise ValueError(_NAN_MESSAGE)
-
-    def padded(self, k: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.scores is None:
-            self.start(dtype)
-        extra = k - self.depth
-        if not extra:
-            return self.scores, self.ids
-        pad_scores = torch.full((self.batch, extra), -math.inf, dtype=self.scores.dtype, device=self.device)
-        pad_ids = torch.full((self.batch, extra), -1, dtype=torch.int64, device=self.device)
-        return torch.cat([self.scores, pad_scores], 1), torch.cat([self.ids, pad_ids], 1)
-
-
-# ------------------------------------------------------------------------------------ "filter"
-
-
-class _Pending:
-    """Candidates found but not yet merged, as flat ``(rows, ids, scores)`` lists in tie order."""
-
-    def __init__(self, ties: str):
-        self.ties = ties
-        self.parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
-        self.size = 0
-        self.needs_validity_sort = False
-
-    def add(self, rows, ids, scores, from_open_rows: bool) -> None:
-        if not rows.numel():
-            return
-        if self.ties == "last":  # this chunk's entries by decreasing id, as the chunks come
-            rows, ids, scores = rows.flip(0), ids.flip(0), scores.flip(0)
-        self.parts.append((rows, ids, scores))
-        self.size += rows.numel()
-        self.needs_validity_sort |= from_open_rows
-
-    def merge_into(self, state: _State) -> None:
-        if not self.parts:
-            return
-        rows, ids, scores = (torch.cat(column) for column in zip(*self.parts, strict=True))
-        plain = not self.needs_validity_sort
-        self.parts, self.size, self.needs_validity_sort = [], 0, False
-        by_row = rows.argsort(stable=True)  # keeps each row's tie order
-        rows, ids, scores = rows[by_row], ids[by_row], scores[by_row]
-        per_row = torch.bincount(rows, minlength=state.batch)
-        width = int(per_row.max())
-        slot = torch.arange(rows.numel(), device=rows.device) - (per_row.cumsum(0) - per_row)[rows]
-        block_scores = torch.full((state.batch, width), -math.inf, dtype=scores.dtype, device=rows.device)
-        block_ids = torch.full((state.batch, width), -1, dtype=torch.int64, device=rows.device)
-        block_scores[rows, slot] = scores
-        block_ids[rows, slot] = ids
-        state.merge(block_scores, block_ids, block_ids >= 0, plain)
-        state.all_full = bool((state.ids[:, -1] >= 0).all())
-
-
-def _filter_chunk(scores, start, ex_rows, ex_cols, state: _State, pending: _Pending) -> None:
-    """Finds the chunk's entries that can still enter a row's top k; merges now and then."""
-    width = scores.shape[1]
-    if not state.all_full:
-        open_rows = (state.ids[:, -1] < 0).nonzero().squeeze(1)
-        rows, cols, values = _open_row_candidates(scores, open_rows, ex_rows, ex_cols, state.depth)
-        pending.add(rows, cols + start, values, from_open_rows=True)
-    rows, cols, values = _above(scores, state.kth())
-    if rows.numel():
-        if ex_rows is not None:
-            # Excluded entries never become candidates: drop those that passed the filter.
-            keep = ~torch.isin(rows * width + cols, ex_rows * width + ex_cols)
-            rows, cols, values = rows[keep], cols[keep], values[keep]
-        pending.add(rows, cols + start, values, from_open_rows=False)
-    if not state.all_full or pending.size >= state.batch * state.depth:
-        pending.merge_into(state)
-
-
-_GROUP = 32  # columns summarized by one maximum in the filter's single pass
-
-
-def _above(scores: torch.Tensor, threshold: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(rows, cols, values)`` of the entries ``> threshold[row]``, columns ascending per row.
-
-    One pass reads the block: the maximum of every 32 consecutive scores of a row (reading
-    memory once, writing 1/32 of it). Only the groups whose maximum is above the row's
-    threshold, a few per row once the top k has settled, are read again, by their flat offsets
-    in the block, and compared entry by entry. NaN, which every maximum it enters propagates,
-    is refused.
-    """
-    width = scores.shape[1]
-    whole = width - width % _GROUP
-    maxima = scores[:, :whole].unflatten(1, (-1, _GROUP)).amax(-1)
-    tail = scores[:, whole:]
-    if (maxima.numel() and maxima.amax().isnan()) or (tail.numel() and tail.isnan().any()):
-        raise ValueError(_NAN_MESSAGE)
-    hits = (maxima > threshold[:, None]).view(-1).nonzero().squeeze(1)  # row * groups + group
-    hit_rows = hits.div(max(1, maxima.shape[1]), rounding_mode="floor")
-    first = hits * _GROUP if whole == width else hits * _GROUP + hit_rows * (width - whole)
-    if whole == width and scores.is_contiguous():  # each hit group is a row of the block's view
-        entries = scores.view(-1, _GROUP).index_select(0, hits)
-    else:
-        offsets = (first[:, None] + torch.arange(_GROUP, device=scores.device)).view(-1)
-        entries = scores.reshape(-1).index_select(0, offsets).view(-1, _GROUP)
-    passed = (entries > threshold.index_select(0, hit_rows)[:, None]).view(-1).nonzero().squeeze(1)
-    values = entries.view(-1).index_select(0, passed)
-    flat = first.index_select(0, passed.div(_GROUP, rounding_mode="floor")) + passed % _GROUP
-    rows = flat.div(width, rounding_mode="floor")
-    cols = flat - rows * width
-    if whole == width:
-        return rows, cols, values
-    passed = tail > threshold[:, None]
-    tail_rows, tail_cols = passed.nonzero(as_tuple=True)
-    return (
-        torch.cat([rows, tail_rows]),
-        torch.cat([cols, tail_cols + whole]),
-        torch.cat([values, tail[passed]]),
-    )
-
-
-def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth):
-    """``(rows, cols, values)`` of the entries of rows holding fewer than k items that may
-    enter: at least their chunk's top k.
-
-    With excluded entries set to ``-inf``, a lower bound of the ``min(k, width)``-th best score
-    of the row is at most its k-th best candidate's, so every candidate of the chunk's top k
-    scores at least that.
-    """
-    block = scores if open_rows.numel() == scores.shape[0] else scores[open_rows]
-    valid = None
-    if ex_rows is not None:
-        valid = torch.ones_like(block, dtype=torch.bool)
-        position = torch.full((scores.shape[0],), -1, dtype=torch.int64, device=scores.device)
-        position[open_rows] = torch.arange(open_rows.numel(), device=scores.device)
-        mine = position[ex_rows]
-        inside = mine >= 0
-        valid[mine[inside], ex_cols[inside]] = False
-        block = block.masked_fill(~valid, -math.inf)
-    bound = _kth_lower_bound(block, min(depth, block.shape[1]))
-    wanted = block >= bound
-    if valid is not None:
-        wanted &= valid
-    flat = wanted.reshape(-1).nonzero().squeeze(1)  # one pass finds the entries
-    rows = flat.div(block.shape[1], rounding_mode="floor")
-    cols = flat - rows * block.shape[1]
-    values = block.view(-1).index_select(0, flat) if block.is_contiguous() else block[rows, cols]
-    return open_rows[rows], cols, values
-
-
-def _kth_lower_bound(block: torch.Tensor, depth: int) -> torch.Tensor:
-    """``(rows, 1)``, at most each row's ``depth``-th best score, and close to it.
-
-    The ``depth``-th best of the maxima of disjoint groups of a row's scores: each of the
-    ``depth`` best groups holds a score at least that. A top k over about ``8 * depth`` maxima
-    instead of the whole row (the slowest step of a first chunk). A group is every
-    ``groups``-th column (any partition bounds it), so the maxima are one vectorized pass.
-    """
-    size = block.shape[1] // (8 * depth)
-    if size < 2:
-        return block.topk(depth, dim=1).values[:, -1:]
-    groups = block.shape[1] // size
-    maxima = block[:, : groups * size].unflatten(1, (size, groups)).amax(1)
-    return maxima.topk(depth, dim=1).values[:, -1:]
-
-
 # ------------------------------------------------------------------------------------ "topk"
 
 
-def _chunk_top_k(scores, start, ex_rows, ex_cols, state: _State) -> None:
+def _chunk_top_k(scores, start, ex_rows, ex_cols, state: RunningTop) -> None:
     """Merges the chunk's exact top k: no data-dependent shape, no read-back to the host."""
     width = scores.shape[1]
     valid = None

@@ -30,7 +30,6 @@ import torch
 import torch.distributed as dist
 
 from .chunked import (
-    _NAN_MESSAGE,
     _check_catalog_ties,
     _check_k,
     _chunk_size,
@@ -39,6 +38,7 @@ from .chunked import (
     _rank,
     _scorer,
 )
+from .running import NAN_MESSAGE
 
 __all__ = ["sharded_top_k"]
 
@@ -182,7 +182,7 @@ def sharded_top_k(
             try:
                 scores, ids = shard.top(width, pairs, total)
             except Exception as error:
-                nan = isinstance(error, ValueError) and str(error) == _NAN_MESSAGE
+                nan = isinstance(error, ValueError) and str(error) == NAN_MESSAGE
                 status, failure = (_NAN if nan else _FAILED), error
         if failure is not None:
             scores = torch.zeros(shard.batch, width, dtype=shard.dtype, device=shard.device)
