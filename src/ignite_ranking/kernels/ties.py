@@ -35,6 +35,7 @@ __all__ = [
     "block_slots",
     "sorted_blocks",
     "tie_blocks",
+    "whole_last_blocks",
 ]
 
 
@@ -238,11 +239,17 @@ def tie_blocks(
     new_block[:, 1:] = ranked_scores[:, 1:] != ranked_scores[:, :-1]
     block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
     size, relevant = _count_blocks(block_id, new_block, ranked_relevant.to(torch.float64))
+    whole_last_blocks(block_id, size, relevant, tail)
+    return TieBlocks(block_id, size, relevant, ranked_labels, ranked_relevant, tail)
+
+
+def whole_last_blocks(block_id, size, relevant, tail: BlockTail) -> None:
+    """Writes the whole block's items and relevant items (``tail``'s) into the slot of the last
+    ranked block of each of its rows (``size``, ``relevant``: ``(batch, S)``)."""
     if tail.rows.numel():
         last = block_id[tail.rows, -1]
         size[tail.rows, last] = tail.size
         relevant[tail.rows, last] = tail.relevant
-    return TieBlocks(block_id, size, relevant, ranked_labels, ranked_relevant, tail)
 
 
 def sorted_blocks(
@@ -272,7 +279,8 @@ def sorted_blocks(
 
     Returns:
         The tail of the rows whose last ranked block continues below rank ``k``, with their
-        positions among the rows.
+        positions among the rows; None under the generic kernels, which count it from the
+        whole rows (:func:`~.boundary.whole_row_blocks`).
     """
     block_id, size, hits = out
     top = values[:, :k]
@@ -280,6 +288,8 @@ def sorted_blocks(
     torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
     torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
     size, hits = _count_blocks(block_id, new_block, relevant, size, hits)
+    if not host_tuned(values):
+        return None
     return _sorted_tail(values, order, k, labels, threshold, size, hits, block_id)
 
 
