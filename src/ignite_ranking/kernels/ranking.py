@@ -222,13 +222,14 @@ def _sorted_rows(scores, ties, labels):
 def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) -> torch.Tensor | None:
     """One integer key ordering by ``key``, then by label (higher first if ``higher_first``), or
     None where the two do not fit in 63 bits (a key wider than 32 bits, or labels that are not
-    integers spanning less than 2**31): then two sorts order the rows.
+    integers spanning less than 2**31) or where the labels' range would be read on the host
+    (the generic kernels): then two sorts order the rows.
 
     The label's rank goes in the lowest bits. Where every key already has them 0 (scores of a few
     significant bits, see :func:`order_key`) it is added to the key in place of them, and the key
     keeps its width: an int32 key sorts faster than int64.
     """
-    if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0:
+    if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0 or not host_tuned(key):
         return None
     low, high = (int(value) for value in torch.aminmax(labels))
     if high - low >= 2**31:
