@@ -105,20 +105,24 @@ def refill_by_label(
     lowest indices of that label (:func:`_first_of`). A row without a crossing tie gets back its
     own tied items. Returns new ``indices``, the order within a row unspecified (the caller sorts).
     """
-    k = values.shape[1]
+    k, num_items = values.shape[1], scores.shape[1]
+    device = scores.device
     boundary = values[:, -1:]
     wanted = (values == boundary).sum(dim=1)  # the boundary slots (0 for a NaN row, refused later)
     tied = scores == boundary
     if labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
     largest = ties == "optimistic"
-    key = torch.where(tied, labels, _label_sentinel(labels, largest))
+    key = torch.where(tied, labels, constants.scalar(_label_sentinel(labels, largest), labels.dtype, device))
     best, better_columns = torch.topk(key, k, dim=1, largest=largest)
     cut = best.gather(1, (wanted - 1).clamp(min=0)[:, None])
-    ordinal = constants.arange(0, k, 1, torch.int64, scores.device)
-    better = (ordinal < wanted[:, None]) & ((best > cut) if largest else (best < cut))
-    num_better = better.sum(dim=1, keepdim=True)
-    level_columns, _ = _first_of(tied & (key == cut), wanted - num_better[:, 0], k)
+    ordinal = constants.arange(0, k, 1, torch.int64, device)
+    # ``best`` is sorted: past the wanted-th, none beats the cut.
+    num_better = ((best > cut) if largest else (best < cut)).sum(dim=1, keepdim=True)
+    # The lowest columns of the cut's label among the tied items (:func:`_first_of`'s key).
+    falling = constants.arange(num_items - 1, -1, -1, torch.int32, device)
+    level = torch.where(tied & (key == cut), falling, constants.scalar(-1, torch.int32, device))
+    level_columns = torch.topk(level, k, dim=1).indices
     from_level = level_columns.gather(1, (ordinal - num_better).clamp(min=0))
     chosen = torch.where(ordinal < num_better, better_columns, from_level)  # the j-th chosen item
     start = (k - wanted)[:, None]  # slot start + j holds the j-th chosen item

@@ -290,7 +290,7 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     every row so (a row without a run keeps its order): nothing is listed. ``indices`` may be
     written.
     """
-    same = values[:, 1:] == values[:, :-1]
+    same = values[:, 1:] == values[:, :-1] if host_tuned(indices) else None
     if host_tuned(indices) and ties not in _BY_LABEL:
         ordered = _runs_by_index(indices, same, ties == "last", num_items)
         if ordered is not None:
