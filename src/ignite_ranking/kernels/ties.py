@@ -18,7 +18,7 @@ the ranks, which then costs less).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -116,6 +116,8 @@ class TieBlocks:
         ranked_labels / ranked_relevant: labels (float64) and relevance (bool) of the ranked items.
         tail: the rows whose last ranked block continues below the ranked depth, with that
             whole block's statistics.
+        cache: what scorers derive from the blocks, kept for the others that read it (the
+            expected hit rate and reciprocal rank of a group share the first relevant block).
     """
 
     block_id: torch.Tensor
@@ -124,6 +126,7 @@ class TieBlocks:
     ranked_labels: torch.Tensor
     ranked_relevant: torch.Tensor
     tail: BlockTail
+    cache: dict = field(default_factory=dict, repr=False)
 
     def totals(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
         """``(batch, S)``: ``values`` (``(batch, K)``) summed over each block, in its slot.
