@@ -3,6 +3,7 @@ refusal of NaN input and the device-default warning (issue 35)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -280,14 +281,28 @@ def test_inputs_on_an_accelerator_with_the_state_on_the_cpu_warn_once(monkeypatc
 
 
 BUDGETS = {"mrr": 60, "ndcg": 60, "group": 150}  # launching ops per update (issue 35)
+# Under the label policies the group keeps to its budget (MRR and NDCG take some 20 launches more:
+# the refill by label and three sorts, docs/performance.md); under "average" the counts are fixed,
+# past the budgets.
+LABEL_POLICY_BUDGETS = {"group": 150}
+# (rows, items): the batch sizes and row lengths at which every count must be the same.
+SHAPES = [(64, 10_000), (64, 100_000), (256, 10_000)]
 
 
-def _counted_update(name: str, ties: str, num_items: int, eighths: bool):
+@functools.cache
+def _counted_update(
+    name: str, ties: str, num_items: int, eighths: bool, rows: int = 64, float_labels: bool = False
+):
+    """What the second update of a metric asks of the device (the generic kernels: each test
+    that calls this takes the ``generic`` fixture), counted once per case for all the tests."""
     g = torch.Generator().manual_seed(0)
-    y_pred = torch.rand(64, num_items, generator=g)
+    y_pred = torch.rand(rows, num_items, generator=g)
     if eighths:
         y_pred = (y_pred * 8).floor() / 8
-    y = (torch.rand(64, num_items, generator=g) < 5 / num_items).to(torch.int64)
+    y = (torch.rand(rows, num_items, generator=g) < 5 / num_items).to(torch.int64)
+    if float_labels:  # with +-inf labels, which NDCG's gains must take
+        y = y.to(torch.float32)
+        y[0, :2], y[1, 3] = math.inf, -math.inf
     makers = {
         "mrr": lambda: ir.MRR([1, 10, 100], ties=ties),
         "ndcg": lambda: ir.NDCG([10, 100], ties=ties),
@@ -319,16 +334,34 @@ def test_an_update_keeps_to_the_launch_budget(generic, name, eighths, ties):
 
 
 @pytest.mark.parametrize("name", sorted(BUDGETS))
+@pytest.mark.parametrize("ties", ["first", "last"])
+def test_floating_labels_keep_to_the_launch_budget(generic, name, ties):
+    """Floating labels (+-inf among them) add their NaN check, and NDCG's gains two passes for
+    the infinite labels; still within the budgets, and never a synchronization."""
+    counts = _counted_update(name, ties, 10_000, True, float_labels=True)
+    assert counts.syncs == 0, counts.summary()
+    assert counts.launches <= BUDGETS[name], counts.summary()
+
+
+@pytest.mark.parametrize("name", sorted(BUDGETS))
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
-def test_the_other_policies_sync_a_fixed_number_of_times(generic, name, ties):
-    """Under ``ties="average"`` one synchronization (the list of rows tied across the cutoff),
-    under the label policies none, whatever the row's length and the density of the ties."""
-    syncs = {
-        (num_items, eighths): _counted_update(name, ties, num_items, eighths).syncs
-        for num_items in (10_000, 100_000)
+def test_the_other_policies_launch_the_same_at_any_size_and_never_wait(generic, name, ties):
+    """Under ``ties="average"`` (the block at the cutoff counted in a fixed number of parts of
+    the batch) and the label policies (the boundary slots refilled in static shapes): no
+    synchronization, and the same operators and launches whatever the batch size, the row's
+    length and the density of the ties."""
+    counts = {
+        (rows, num_items, eighths): _counted_update(name, ties, num_items, eighths, rows)
+        for rows, num_items in SHAPES
         for eighths in (False, True)
     }
-    assert len(set(syncs.values())) == 1, syncs
+    for counted in counts.values():
+        assert counted.syncs == 0, counted.summary()
+    assert len({(c.ops, c.launches) for c in counts.values()}) == 1, {
+        case: c.summary() for case, c in counts.items()
+    }
+    if ties != "average" and name in LABEL_POLICY_BUDGETS:
+        assert counts[64, 10_000, True].launches <= LABEL_POLICY_BUDGETS[name]
 
 
 def test_the_harness_tells_syncs_from_launches():

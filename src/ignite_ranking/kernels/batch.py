@@ -145,7 +145,7 @@ def sum_to_cutoffs(
         columns = per_rank[..., start:stop]
         return columns * weights[..., start:stop] if weights is not None else columns.clone()
 
-    return sequential_sums(block, tuple(rows), depth, cutoffs)
+    return sequential_sums(block, tuple(rows), depth, cutoffs, whole=not host_tuned(per_rank))
 
 
 # Cumulative sums of more columns than make this many elements are taken a block at a time, a
@@ -155,7 +155,11 @@ _SUM_ELEMENTS = 2**16
 
 
 def sequential_sums(
-    block: Callable[[int, int], torch.Tensor], rows: tuple[int, ...], depth: int, cutoffs: Sequence[int]
+    block: Callable[[int, int], torch.Tensor],
+    rows: tuple[int, ...],
+    depth: int,
+    cutoffs: Sequence[int],
+    whole: bool = False,
 ) -> torch.Tensor:
     """``(*rows, len(cutoffs))``: the cumulative sums along the ranks of ``(*rows, depth)``
     values, ``depth > 0``, read at each cutoff; ``block(start, stop)`` gives the values of ranks
@@ -165,10 +169,11 @@ def sequential_sums(
     adding the sum so far: the same sequential sums as one ``cumsum`` of all ranks, to the bit,
     without a ``(batch, depth)`` tensor of them (nor of the values). The block's width is set
     by the last of ``rows`` (a batch's rows: stacked slabs of one batch take the same blocks).
+    With ``whole`` (the generic kernels: as many launches at any depth), one block of all ranks.
     """
     step = max(1, _SUM_ELEMENTS // max(rows[-1], 1))
     columns = [min(k, depth) - 1 for k in cutoffs]
-    if depth <= step or columns != sorted(columns):
+    if whole or depth <= step or columns != sorted(columns):
         return at_cutoffs(block(0, depth).cumsum_(dim=-1), cutoffs)
     out = so_far = None
     for start in range(0, depth, step):

@@ -9,7 +9,8 @@ when at most a sixteenth of the mask is set (quantized scores: a few dozen items
 otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
 over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
 whatever the tie pattern. The generic kernels (:mod:`.backend`) rank every row's top items in
-static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`).
+static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`), and under
+``"average"`` count every row's block in a fixed number of parts (:func:`whole_row_blocks`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from . import constants
-from .backend import host_tuned
-from .chunks import rows_per_chunk
+from .chunks import row_parts, rows_per_chunk
 from .selection import top_k_rows
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "fill_tied_slots",
     "row_chunks",
     "top_k_by_index",
+    "whole_row_blocks",
 ]
 
 # ``gain_of(labels, relevant, rows)``: float64 gains of ``labels`` (0 where not ``relevant``);
@@ -104,20 +105,24 @@ def refill_by_label(
     lowest indices of that label (:func:`_first_of`). A row without a crossing tie gets back its
     own tied items. Returns new ``indices``, the order within a row unspecified (the caller sorts).
     """
-    k = values.shape[1]
+    k, num_items = values.shape[1], scores.shape[1]
+    device = scores.device
     boundary = values[:, -1:]
     wanted = (values == boundary).sum(dim=1)  # the boundary slots (0 for a NaN row, refused later)
     tied = scores == boundary
     if labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
     largest = ties == "optimistic"
-    key = torch.where(tied, labels, _label_sentinel(labels, largest))
+    key = torch.where(tied, labels, constants.scalar(_label_sentinel(labels, largest), labels.dtype, device))
     best, better_columns = torch.topk(key, k, dim=1, largest=largest)
     cut = best.gather(1, (wanted - 1).clamp(min=0)[:, None])
-    ordinal = constants.arange(0, k, 1, torch.int64, scores.device)
-    better = (ordinal < wanted[:, None]) & ((best > cut) if largest else (best < cut))
-    num_better = better.sum(dim=1, keepdim=True)
-    level_columns, _ = _first_of(tied & (key == cut), wanted - num_better[:, 0], k)
+    ordinal = constants.arange(0, k, 1, torch.int64, device)
+    # ``best`` is sorted: past the wanted-th, none beats the cut.
+    num_better = ((best > cut) if largest else (best < cut)).sum(dim=1, keepdim=True)
+    # The lowest columns of the cut's label among the tied items (:func:`_first_of`'s key).
+    falling = constants.arange(num_items - 1, -1, -1, torch.int32, device)
+    level = torch.where(tied & (key == cut), falling, constants.scalar(-1, torch.int32, device))
+    level_columns = torch.topk(level, k, dim=1).indices
     from_level = level_columns.gather(1, (ordinal - num_better).clamp(min=0))
     chosen = torch.where(ordinal < num_better, better_columns, from_level)  # the j-th chosen item
     start = (k - wanted)[:, None]  # slot start + j holds the j-th chosen item
@@ -305,9 +310,12 @@ class BoundaryBlocks:
     """The whole tied block at the cutoff of each crossing row (``ties="average"``).
 
     Attributes:
-        rows: int64 rows whose last ranked block continues below the ranked depth.
+        rows: int64 rows whose last ranked block continues below the ranked depth; every row
+            under the generic kernels (:func:`whole_row_blocks`), ``crossing`` telling which.
         size: float64 items of the block, over the whole row.
         relevant: float64 relevant items of the block, over the whole row.
+        crossing: None, or ``(batch,)`` bool: the rows whose block continues below the depth
+            (in the others, ``size`` and ``relevant`` are those of the ranked block).
     """
 
     rows: torch.Tensor
@@ -317,23 +325,32 @@ class BoundaryBlocks:
     _labels: torch.Tensor
     _threshold: float | int
     _boundary: torch.Tensor
+    crossing: torch.Tensor | None = None
 
     def gain_sums(self, gain_of: GainOf, ranked: torch.Tensor | None = None) -> torch.Tensor:
         """float64 total gain of each block: ``gain_of(labels, relevant, rows)`` summed over it
-        (every item is read here, so the gain of the ranked ones, ``ranked``, is not needed)."""
+        (every item is read here, so the gain of the ranked ones, ``ranked``, is not needed but
+        where ``crossing`` says a block is all ranked)."""
+        if self.crossing is not None:
+            return torch.where(self.crossing, self._whole_gain_sums(gain_of), ranked)
         sums = torch.zeros(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
         position = _position_of(self.rows, self._scores.shape[0])
         for chunk_rows, take, target in row_chunks(self._scores, self._boundary, self.rows):
             labels = take(self._labels)
             # Only the relevant items of a block have a gain: compute it for them alone.
             hits = (take(self._scores) == target) & (labels >= self._threshold)
-            if not host_tuned(hits):  # no listing: every item's gain (0 off the hits), summed by row
-                gains = gain_of(labels, hits, chunk_rows[:, None])
-                sums.index_add_(0, position[chunk_rows].clamp(min=0), gains.sum(dim=1))
-                continue
             row, column = hits.nonzero(as_tuple=True)
             gains = gain_of(labels[row, column], torch.ones_like(row, dtype=torch.bool), chunk_rows[row])
             sums.index_add_(0, position[chunk_rows][row], gains)
+        return sums
+
+    def _whole_gain_sums(self, gain_of: GainOf) -> torch.Tensor:
+        """:meth:`gain_sums` of every row's block, in :func:`row_parts` (nothing listed)."""
+        sums = torch.empty(self.rows.numel(), dtype=torch.float64, device=self.rows.device)
+        for part in row_parts(self.rows.numel()):
+            labels = self._labels[part]
+            hits = (self._scores[part] == self._boundary[part, None]) & (labels >= self._threshold)
+            torch.sum(gain_of(labels, hits, self.rows[part, None]), dim=1, out=sums[part])
         return sums
 
 
@@ -364,13 +381,39 @@ def boundary_blocks(
     for chunk_rows, take, target in row_chunks(scores, boundary, rows):
         tied = torch.eq(take(scores), target, out=tied_buffer[: chunk_rows.numel()])
         hits = torch.ge(take(labels), threshold, out=hit_buffer[: chunk_rows.numel()]).mul_(tied)
-        if not host_tuned(scores):  # no listing: a row not wanted ties nothing, and adds 0 at 0
-            at = position[chunk_rows].clamp(min=0)
-            size.index_add_(0, at, tied.sum(dim=1).to(torch.float64))
-            relevant.index_add_(0, at, hits.sum(dim=1).to(torch.float64))
-            continue
         inside = position[chunk_rows] >= 0
         at = position[chunk_rows][inside]
         size.index_add_(0, at, tied.sum(dim=1)[inside].to(torch.float64))
         relevant.index_add_(0, at, hits.sum(dim=1)[inside].to(torch.float64))
     return BoundaryBlocks(rows, size, relevant, scores, labels, threshold, boundary)
+
+
+def whole_row_blocks(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    threshold: float | int,
+    boundary: torch.Tensor,
+    crossing: torch.Tensor,
+) -> BoundaryBlocks:
+    """:func:`boundary_blocks` of every row (the generic kernels), ``crossing`` (``(batch,)``
+    bool) marking those whose block continues below the depth: nothing listed, the same
+    launches whatever the ties, batch and row length.
+
+    The rows are compared in :func:`row_parts`, each part's tied items and relevant tied items
+    written into one ``(2, part, num_items)`` floating buffer and summed in one pass (half the
+    bytes of float32 scores in all). A row without a crossing tie counts its ranked block: the
+    items of its boundary value are all ranked.
+    """
+    batch, num_items = scores.shape
+    dtype = torch.float32 if num_items <= 2**24 else torch.float64
+    parts = row_parts(batch)
+    buffer = torch.empty(2, parts[-1].stop - parts[-1].start, num_items, dtype=dtype, device=scores.device)
+    counts = torch.empty(2, batch, dtype=dtype, device=scores.device)
+    for part in parts:
+        flags = buffer[:, : part.stop - part.start]
+        tied = torch.eq(scores[part], boundary[part, None], out=flags[0])
+        torch.ge(labels[part], threshold, out=flags[1]).mul_(tied)
+        torch.sum(flags, dim=2, out=counts[:, part])
+    size, relevant = counts.to(torch.float64)
+    rows = constants.arange(0, batch, 1, torch.int64, scores.device)
+    return BoundaryBlocks(rows, size, relevant, scores, labels, threshold, boundary, crossing)

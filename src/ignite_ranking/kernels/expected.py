@@ -32,11 +32,18 @@ __all__ = ["expected_average_precision", "expected_hit_rate", "expected_reciproc
 
 
 def _first_relevant_block(blocks: TieBlocks):
-    """Start, size and relevant count of each row's first block holding a relevant item.
+    """Whether each row has a relevant item, and the start, size and relevant count of its first
+    block holding one (computed once per blocks, in ``blocks.cache``).
 
     It holds the first relevant ranked item, or where none is ranked, it is the last ranked
     block if that one continues below the depth with relevant items there.
     """
+    if "first" not in blocks.cache:
+        blocks.cache["first"] = _first_relevant(blocks)
+    return blocks.cache["first"]
+
+
+def _first_relevant(blocks: TieBlocks):
     ranked, block_id = blocks.ranked_relevant, blocks.block_id
     first = ranked.to(torch.uint8).argmax(dim=1, keepdim=True)
     slot = torch.where(ranked.any(dim=1, keepdim=True), block_id.gather(1, first), block_id[:, -1:])
@@ -48,9 +55,18 @@ def _first_relevant_block(blocks: TieBlocks):
     return relevant > 0, pick(torch.cumsum(sizes, dim=1).sub_(sizes)), pick(blocks.block_size), relevant
 
 
-def _none_relevant_yet(size: torch.Tensor, relevant: torch.Tensor, depth: int) -> torch.Tensor:
-    """``(batch, depth + 1)``: P(the first j ranks of a block hold no relevant item), j = 0..depth."""
-    j = torch.arange(depth, dtype=torch.float64, device=size.device)
+def _none_relevant_yet(blocks: TieBlocks, depth: int) -> torch.Tensor:
+    """``(batch, depth + 1)``: P(the first j ranks of the first relevant block hold no relevant
+    item), j = 0..depth (computed once per blocks and depth)."""
+    key = ("none relevant yet", depth)
+    if key not in blocks.cache:
+        _, _, size, relevant = _first_relevant_block(blocks)
+        blocks.cache[key] = _none_relevant(size, relevant, depth)
+    return blocks.cache[key]
+
+
+def _none_relevant(size: torch.Tensor, relevant: torch.Tensor, depth: int) -> torch.Tensor:
+    j = constants.arange(0, depth, 1, torch.float64, size.device)
     n, r = size[:, None], relevant[:, None]
     factor = ((n - r - j) / (n - j).clamp(min=1)).clamp(min=0.0)
     return torch.nn.functional.pad(factor.cumprod(dim=1), (1, 0), value=1.0)
@@ -73,25 +89,25 @@ def _offsets_wanted(blocks: TieBlocks, found: torch.Tensor, size: torch.Tensor) 
 
 def expected_hit_rate(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
     """E[Hit@k]: 1 - P(no relevant item of the first relevant block within the cutoff)."""
-    found, start, size, relevant = _first_relevant_block(blocks)
+    found, start, size, _ = _first_relevant_block(blocks)
     depth = _offsets_wanted(blocks, found, size)
     within = _offsets_within(cutoffs, start, size).clamp(max=depth)
-    miss = _none_relevant_yet(size, relevant, depth).gather(1, within)
-    return torch.where(found[:, None], 1.0 - miss, torch.zeros_like(miss))
+    miss = _none_relevant_yet(blocks, depth).gather(1, within)
+    return torch.where(found[:, None], 1.0 - miss, constants.scalar(0.0, torch.float64, miss.device))
 
 
 def expected_reciprocal_rank(blocks: TieBlocks, cutoffs: Sequence[int]) -> torch.Tensor:
     """E[RR@k], summing ``P(first relevant at start + j) / (start + j)`` over ranks within k."""
     found, start, size, relevant = _first_relevant_block(blocks)
     depth = _offsets_wanted(blocks, found, size)
-    miss = _none_relevant_yet(size, relevant, depth)[:, :-1]
-    j = torch.arange(depth, dtype=torch.float64, device=start.device)
+    miss = _none_relevant_yet(blocks, depth)[:, :-1]
+    j = constants.arange(0, depth, 1, torch.float64, start.device)
     hit_next = relevant[:, None] / (size[:, None] - j).clamp(min=1)
     terms = miss * hit_next / (start[:, None] + j + 1.0)
     summed = torch.nn.functional.pad(terms.cumsum(dim=1), (1, 0))
     within = _offsets_within(cutoffs, start, size).clamp(max=depth)
     values = summed.gather(1, within)
-    return torch.where(found[:, None], values, torch.zeros_like(values))
+    return torch.where(found[:, None], values, constants.scalar(0.0, torch.float64, values.device))
 
 
 def expected_average_precision(
@@ -110,7 +126,7 @@ def expected_average_precision(
     if depth == 0:
         return torch.zeros(batch, len(cutoffs), dtype=torch.float64, device=device)
     sizes, r = blocks.block_size, blocks.block_relevant  # 0 past each row's last block
-    ranks = torch.arange(1, depth + 1, dtype=torch.float64, device=device)
+    ranks = constants.arange(1, depth + 1, 1, torch.float64, device)
     harmonic = torch.nn.functional.pad(ranks.reciprocal().cumsum(dim=0), (1, 0))
     # Blocks are consecutive: each starts where the one before ends (the last is cut at the depth).
     ends = sizes.cumsum(dim=1).clamp_(max=depth)
@@ -130,5 +146,6 @@ def expected_average_precision(
     end = constants.listed(tuple(limits), torch.float64, device)
     partial = (harmonic[end.long()] - pick(h_start)) * pick(slope) + pick(q) * (end - pick(starts))
     summed = pick(before) + partial
-    safe = torch.where(num_relevant > 0, num_relevant, torch.ones_like(num_relevant))
-    return torch.where(num_relevant[:, None] > 0, summed / safe[:, None], torch.zeros_like(summed))
+    one, zero = (constants.scalar(v, torch.float64, device) for v in (1.0, 0.0))
+    safe = torch.where(num_relevant > 0, num_relevant, one)
+    return torch.where(num_relevant[:, None] > 0, summed / safe[:, None], zero)

@@ -20,7 +20,7 @@ import torch
 
 from .backend import host_tuned
 from .batch import IdealLevels
-from .chunks import row_slices
+from .chunks import rows_of
 
 __all__ = ["label_levels", "relevant_largest"]
 
@@ -159,7 +159,7 @@ def label_levels(
     first, scale, levels = grid
     dtype = torch.float32 if num_items <= 2**24 else torch.float64  # exact counts
     counts = torch.empty(batch, levels, dtype=dtype, device=labels.device)
-    for rows in row_slices(batch, num_items):
+    for rows in rows_of(labels):
         chunk = labels[rows]
         if chunk.is_floating_point():
             steps = chunk * scale  # a power of two: exact

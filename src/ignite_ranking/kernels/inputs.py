@@ -9,6 +9,8 @@ import numbers
 import numpy as np
 import torch
 
+from . import constants
+
 __all__ = [
     "NAN_MESSAGES",
     "ArgumentTypeError",
@@ -148,7 +150,8 @@ def nan_rows(
     scores = torch.isnan(y_pred.amax(dim=1) if scores_seen is None else scores_seen)
     if not y.is_floating_point():
         return scores
-    return scores.mul(2).maximum(torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen))
+    labels = torch.isnan(y.amax(dim=1) if labels_seen is None else labels_seen)
+    return torch.where(scores, constants.scalar(2, torch.int64, scores.device), labels)
 
 
 def nan_code(codes: torch.Tensor) -> int:

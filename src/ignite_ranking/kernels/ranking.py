@@ -35,12 +35,12 @@ import torch
 from . import constants
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, Stacked, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index
-from .chunks import row_slices, rows_per_chunk
+from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index, whole_row_blocks
+from .chunks import rows_of, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
 from .selection import sort_descending, top_k_rows
-from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks
+from .ties import SortedTail, TieBlocks, block_slots, sorted_blocks, tie_blocks, whole_last_blocks
 from .within_r import relevant_within_r
 
 __all__ = ["TIE_POLICIES", "check_ties", "ideal_last_run", "rank_batch", "top_indices"]
@@ -107,7 +107,8 @@ def _select(scores, k, ties, labels):
         indices = refill_by_label(scores, values, indices, ties, labels)
         return _in_rank_order(indices, values, ties, labels, num_items), None, values
     values, indices = top_k_rows(scores, k + 1)
-    crossing = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
+    crossing = values[:, k] == values[:, k - 1]  # the generic kernels ("average" only): a mask
+    crossing = crossing.nonzero().squeeze(1) if host_tuned(scores) else crossing
     values, indices = values[:, :k], indices[:, :k]
     if crossing.numel() and ties != "average":
         indices = fill_tied_slots(scores, values, indices, crossing, ties, labels)
@@ -116,11 +117,9 @@ def _select(scores, k, ties, labels):
 
 def _select_by_sort(scores, k, ties, labels):
     """``top_indices`` by stable sorts of whole rows, a few rows at a time."""
-    batch, num_items = scores.shape
+    batch = scores.shape[0]
     indices = torch.empty(batch, k, dtype=torch.int64, device=scores.device)
-    step = rows_per_chunk(num_items)
-    for start in range(0, batch if k else 0, step):
-        rows = slice(start, min(start + step, batch))
+    for rows in rows_of(scores) if k else ():
         order = _sorted_rows(scores[rows], ties, None if labels is None else labels[rows])
         indices[rows] = order[:, :k]
     return indices
@@ -146,7 +145,7 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         _gather_ranked(labels[rows], order, threshold, kept, relevant[rows])
 
     if ties != "average":
-        for rows in row_slices(batch if k else 0, num_items):
+        for rows in rows_of(scores) if k else ():
             order = _sorted_rows(scores[rows], ties, labels[rows])[:, :k]
             gather(rows, order)
             if indices is not None:
@@ -161,7 +160,10 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         tail=None,  # type: ignore[arg-type]  # set below
     )
     tails, written = [], []
-    for rows in row_slices(batch if k else 0, num_items):
+    ends = None  # the generic kernels: each row's k-th score, and whether its block goes on
+    if not host_tuned(scores) and 0 < k < num_items:  # below rank k (for whole_row_blocks)
+        ends = (scores.new_empty(batch), torch.empty(batch, dtype=torch.bool, device=device))
+    for rows in rows_of(scores) if k else ():
         # Expected values read each tied block whole, never the order inside it: only kept
         # indices need the "first" order (a stable torch.sort costs about 1.25x an unstable one).
         values, order = sort_descending(order_key(scores[rows]), stable=keep_indices)
@@ -171,10 +173,18 @@ def _rank_by_sort(scores, labels, threshold, k, ties, keep_indices, keep_labels)
         torch.gt(relevant[rows], 0.0, out=blocks.ranked_relevant[rows])
         outputs = (blocks.block_id[rows], blocks.block_size[rows], blocks.block_relevant[rows])
         tail = sorted_blocks(values, order, k, relevant[rows], labels[rows], threshold, outputs)
+        if tail is None:  # the generic kernels
+            if ends is not None:
+                torch.gather(scores[rows], 1, order[:, k - 1 : k], out=ends[0][rows, None])
+                torch.eq(values[:, k], values[:, k - 1], out=ends[1][rows])
+            continue
         tail.rows += rows.start
         tails.append(tail)
         written.append((rows, block_slots(blocks.block_id[rows])))
     blocks.tail = SortedTail.concat(tails, device)
+    if ends is not None:
+        blocks.tail = whole_row_blocks(scores, labels, threshold, *ends)
+        whole_last_blocks(blocks.block_id, blocks.block_size, blocks.block_relevant, blocks.tail)
     slots = block_slots(blocks.block_id)
     blocks.block_size, blocks.block_relevant = blocks.block_size[:, :slots], blocks.block_relevant[:, :slots]
     for rows, chunk_slots in written:  # slots no row of the chunk uses: 0, as TieBlocks says
@@ -212,13 +222,14 @@ def _sorted_rows(scores, ties, labels):
 def _with_labels(key: torch.Tensor, labels: torch.Tensor, higher_first: bool) -> torch.Tensor | None:
     """One integer key ordering by ``key``, then by label (higher first if ``higher_first``), or
     None where the two do not fit in 63 bits (a key wider than 32 bits, or labels that are not
-    integers spanning less than 2**31): then two sorts order the rows.
+    integers spanning less than 2**31) or where the labels' range would be read on the host
+    (the generic kernels): then two sorts order the rows.
 
     The label's rank goes in the lowest bits. Where every key already has them 0 (scores of a few
     significant bits, see :func:`order_key`) it is added to the key in place of them, and the key
     keeps its width: an int32 key sorts faster than int64.
     """
-    if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0:
+    if key.dtype == torch.int64 or labels.is_floating_point() or labels.numel() == 0 or not host_tuned(key):
         return None
     low, high = (int(value) for value in torch.aminmax(labels))
     if high - low >= 2**31:
@@ -279,7 +290,7 @@ def _in_rank_order(indices, values, ties, labels, num_items):
     every row so (a row without a run keeps its order): nothing is listed. ``indices`` may be
     written.
     """
-    same = values[:, 1:] == values[:, :-1]
+    same = values[:, 1:] == values[:, :-1] if host_tuned(indices) else None
     if host_tuned(indices) and ties not in _BY_LABEL:
         ordered = _runs_by_index(indices, same, ties == "last", num_items)
         if ordered is not None:
@@ -500,7 +511,9 @@ def _rank_by_top_k(scores, labels, threshold, k, ties, keep_indices, keep_labels
     kept = indices if keep_indices else None
     if ties != "average":
         return ranked_labels, relevant, kept, None
-    tail = boundary_blocks(scores, labels, threshold, boundary, crossing)
+    tail = (boundary_blocks if host_tuned(scores) else whole_row_blocks)(
+        scores, labels, threshold, boundary, crossing
+    )
     blocks = tie_blocks(scores, indices, ranked_labels, relevant, tail)
     return ranked_labels, blocks.read_back(blocks.block_relevant), kept, blocks
 

@@ -18,7 +18,7 @@ the ranks, which then costs less).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -35,6 +35,7 @@ __all__ = [
     "block_slots",
     "sorted_blocks",
     "tie_blocks",
+    "whole_last_blocks",
 ]
 
 
@@ -115,6 +116,8 @@ class TieBlocks:
         ranked_labels / ranked_relevant: labels (float64) and relevance (bool) of the ranked items.
         tail: the rows whose last ranked block continues below the ranked depth, with that
             whole block's statistics.
+        cache: what scorers derive from the blocks, kept for the others that read it (the
+            expected hit rate and reciprocal rank of a group share the first relevant block).
     """
 
     block_id: torch.Tensor
@@ -123,6 +126,7 @@ class TieBlocks:
     ranked_labels: torch.Tensor
     ranked_relevant: torch.Tensor
     tail: BlockTail
+    cache: dict = field(default_factory=dict, repr=False)
 
     def totals(self, values: torch.Tensor, whole_last: Callable | None = None) -> torch.Tensor:
         """``(batch, S)``: ``values`` (``(batch, K)``) summed over each block, in its slot.
@@ -238,11 +242,17 @@ def tie_blocks(
     new_block[:, 1:] = ranked_scores[:, 1:] != ranked_scores[:, :-1]
     block_id = new_block.to(torch.int64).cumsum(dim=1) - 1
     size, relevant = _count_blocks(block_id, new_block, ranked_relevant.to(torch.float64))
+    whole_last_blocks(block_id, size, relevant, tail)
+    return TieBlocks(block_id, size, relevant, ranked_labels, ranked_relevant, tail)
+
+
+def whole_last_blocks(block_id, size, relevant, tail: BlockTail) -> None:
+    """Writes the whole block's items and relevant items (``tail``'s) into the slot of the last
+    ranked block of each of its rows (``size``, ``relevant``: ``(batch, S)``)."""
     if tail.rows.numel():
         last = block_id[tail.rows, -1]
         size[tail.rows, last] = tail.size
         relevant[tail.rows, last] = tail.relevant
-    return TieBlocks(block_id, size, relevant, ranked_labels, ranked_relevant, tail)
 
 
 def sorted_blocks(
@@ -272,7 +282,8 @@ def sorted_blocks(
 
     Returns:
         The tail of the rows whose last ranked block continues below rank ``k``, with their
-        positions among the rows.
+        positions among the rows; None under the generic kernels, which count it from the
+        whole rows (:func:`~.boundary.whole_row_blocks`).
     """
     block_id, size, hits = out
     top = values[:, :k]
@@ -280,6 +291,8 @@ def sorted_blocks(
     torch.ne(top[:, 1:], top[:, :-1], out=new_block[:, 1:])
     torch.cumsum(new_block, dim=1, out=block_id).sub_(1)
     size, hits = _count_blocks(block_id, new_block, relevant, size, hits)
+    if not host_tuned(values):
+        return None
     return _sorted_tail(values, order, k, labels, threshold, size, hits, block_id)
 
 

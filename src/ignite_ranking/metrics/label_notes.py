@@ -103,14 +103,14 @@ class LabelNotes:
         if not self.checked:
             self.checked = True
             self._warn_of_fractions(labels, owner, threshold)
-        any_relevant = ranked.num_relevant.any()  # counts are never negative; False if no row
-        if host_tuned(labels) and bool(any_relevant):
+        # On CPU only of updates without a relevant item (counts are never negative); elsewhere,
+        # where reading that flag would wait for the device, of every update (module docstring).
+        if host_tuned(labels) and bool(ranked.num_relevant.any()):
             return
         below = constants.scalar(-math.inf, torch.float64, labels.device)
-        largest = torch.where(any_relevant, below, labels.amax())  # float64
-        self.largest = (
-            largest if self.largest is None else torch.maximum(self.largest, largest.to(self.largest))
-        )
+        self.largest = torch.maximum(
+            below if self.largest is None else self.largest, labels.amax()
+        )  # float64
 
     def _warn_of_fractions(self, labels: torch.Tensor, owner: str, threshold: float) -> None:
         if self.warned or not labels.is_floating_point() or threshold <= 0:

@@ -31,7 +31,7 @@ class DeferredRefusal:
 
     def reset(self) -> DeferredRefusal:
         self.updates = 0  # updates since reset
-        self.record: torch.Tensor | None = None  # int64 0-dim: 0, or the first refusal's key
+        self.record: torch.Tensor | None = None  # int64 0-dim: _ROWS or less, or the first refusal's key
         self.flat: tuple[torch.Tensor, list] | None = None  # the states' flat tensor, their views
         return self
 
@@ -40,8 +40,9 @@ class DeferredRefusal:
 
         A fixed number of launches: each row's key (its code, then its row counted down from
         ``_ROWS``) and their maximum, the largest code's first row; a refused update's key goes
-        above its priority (earlier updates higher) and the record keeps the largest. Flags of
-        one code (bool) carry the priority in their weight: their key is the record's at once."""
+        above its priority (earlier updates higher) and the record keeps the largest (an update
+        refusing nothing leaves ``_ROWS``, its first row's, which reads as none). Flags of one
+        code (bool) carry the priority in their weight: their key is the record's at once."""
         self.updates += 1
         down = constants.arange(_ROWS, _ROWS - codes.shape[0], -1, torch.int64, codes.device)
         priority = (_UPDATES - min(self.updates, _UPDATES - 1)) << _KEY_BITS
@@ -49,7 +50,7 @@ class DeferredRefusal:
         weight = (nan_code(codes) << _ROW_BITS) + (priority if flags else 0)
         key = torch.add(down, codes, alpha=weight).amax()  # above _ROWS: refused
         refused = key > _ROWS
-        found = torch.threshold(key, _ROWS, 0) if flags else key.add(priority).mul_(refused)
+        found = key if flags else torch.add(key, refused, alpha=priority)
         self.record = found if self.record is None else torch.maximum(self.record, found)
         return refused
 
@@ -132,7 +133,7 @@ _UPDATES = 1 << (62 - _KEY_BITS)  # updates counted since reset: 2**29 - 1 at mo
 
 def refusal_error(record: int) -> ValueError | None:
     """The ``ValueError`` of a record read on the host (:meth:`DeferredRefusal.note`), or None."""
-    if record == 0:
+    if record <= _ROWS:  # nothing refused (0: nothing noted)
         return None
     update = _UPDATES - (record >> _KEY_BITS)
     key = record & ((1 << _KEY_BITS) - 1)
