@@ -132,9 +132,8 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth) -> list[Can
 
     With excluded entries set to ``-inf``, a lower bound of the ``min(k, width)``-th best score
     of the row is at most its k-th best candidate's, so every candidate of the chunk's top k
-    scores at least that. Where every bound is finite, the entries above the float just below
-    it are found by :func:`_above`'s group maxima (excluded entries drop out); otherwise by a
-    mask of the whole block.
+    scores at least that. (Group maxima, as in :func:`_above`, do not pay here: most groups of
+    a first block hold a candidate, and reading them back takes a copy of the block.)
     """
     block = scores if open_rows.numel() == scores.shape[0] else scores[open_rows]
     valid = None
@@ -147,9 +146,6 @@ def _open_row_candidates(scores, open_rows, ex_rows, ex_cols, depth) -> list[Can
         valid[mine[inside], ex_cols[inside]] = False
         block = block.masked_fill(~valid, -math.inf)
     bound = _kth_lower_bound(block, min(depth, block.shape[1]))
-    if not bool(bound.isneginf().any()):
-        below = torch.nextafter(bound[:, 0], torch.full_like(bound[:, 0], -math.inf))
-        return [(open_rows[rows], cols, values) for rows, cols, values in _above(block, below)]
     wanted = block >= bound
     if valid is not None:
         wanted &= valid

@@ -29,8 +29,8 @@ def fits(dtype: torch.dtype, num_items: int) -> bool:
 def pack(scores: torch.Tensor, ids: torch.Tensor, valid: torch.Tensor, ties: str) -> torch.Tensor:
     """int64 keys of ``scores`` (not NaN where ``valid``) and their int64 ``ids``; ``PADDING``
     where not ``valid``. A larger key ranks higher."""
-    bits = (scores.to(torch.float32) + 0.0).view(torch.int32)  # + 0.0 turns -0.0 into 0.0
-    ordered = bits ^ ((bits >> 31) & _LOW)  # negative floats: reverse the order of their bits
-    tie = _LOW - ids if ties == "first" else ids
-    keys = (ordered.to(torch.int64) << 32) | tie
+    bits = scores.to(torch.float32, copy=True).add_(0.0).view(torch.int32)  # -0.0 becomes 0.0
+    bits ^= (bits >> 31).bitwise_and_(_LOW)  # negative floats: reverse the order of their bits
+    keys = bits.to(torch.int64).bitwise_left_shift_(32)
+    keys |= _LOW - ids if ties == "first" else ids
     return keys.masked_fill_(~valid, PADDING)
