@@ -13,7 +13,7 @@ Definitions (what ``tests/test_batch_path.py`` keeps):
   call, ``update``, enters its own): a function calling helpers of its own module stays in it.
 - The *module sequence* is the modules entered, in order, consecutive repeats merged (a step
   calling two functions of one module in turn enters it once). Modules in :data:`LEAVES` are
-  left out of it: leaf utilities, which import nothing of the library's and which any step may
+  left out of it: leaf utilities, which import nothing of the library's but one another and which any step may
   call (the dtype and NaN checks, the exact relevance tests, the row chunks), are read once
   on their own and are no place the way comes back to.
 - A *return* is an entry of the module sequence whose module already appeared earlier in it:
