@@ -180,3 +180,19 @@ def test_bench_gpu_runs_every_step_on_the_cpu(capsys, monkeypatch):
     table = capsys.readouterr().out
     assert "| values equal to the CPU's, ties=average | yes |" in table
     assert "| NaN batch on the device | refused at compute |" in table
+
+
+def test_compare_trees_reads_every_case_of_both_trees(capsys):
+    """Two trees timed in fresh processes: here this checkout twice, one round of bench_mrr and
+    bench_family quick (each a different table to read)."""
+    root = BENCHMARKS.parent
+    args = [str(root), str(root), "--rounds", "1", "--quick", "--benches", "mrr", "family"]
+    assert load("compare_trees").main(args) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(("| mrr |", "| family |"))]
+    assert any(line.startswith("| mrr | continuous") for line in rows)
+    assert any(line.startswith("| family |") for line in rows)
+    for line in rows:  # bench, case, before, after, after/before: a positive ratio of ratios
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert len(cells) == 5 and float(cells[4].rstrip("x")) > 0, line
+    assert f"median of after/before over {len(rows)} cases" in out
