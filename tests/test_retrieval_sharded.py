@@ -15,21 +15,25 @@ from retrieval_data import embedding_data
 from ignite_ranking import retrieval
 
 DEADLINE_S = 240
-# (convention, similarity, ignore_identical_ids, exclude, chunk_size)
+# (convention, similarity, ignore_identical_ids, exclude, chunk_size, float16 with norms to 512)
 SCENARIOS = [
-    ("trec", "cosine", False, False, 37),
-    ("beir", "dot", True, False, None),
-    ("sentence-transformers", "cosine", False, True, 64),
-    ("beir", "euclidean", False, True, 100),
+    ("trec", "cosine", False, False, 37, False),
+    ("beir", "dot", True, False, None, False),
+    ("sentence-transformers", "cosine", False, True, 64, False),
+    ("beir", "euclidean", False, True, 100, False),
+    ("trec", "euclidean", False, False, 50, True),  # every shard scales by the largest norm of all
 ]
 
 
 def _call(scenario, rank: int | None, world: int):
     """The scenario's result on ``rank`` of ``world`` (its shard), or on one process (None)."""
-    convention, similarity, identical, with_exclude, chunk = scenario
+    convention, similarity, identical, with_exclude, chunk, large_float16 = scenario
     queries, corpus, query_ids, corpus_ids, qrels = embedding_data(
         11, num_queries=40, num_docs=300, identical=identical, sorted_ids=True
     )
+    if large_float16:  # norms to 512 from row 120 on: the first shard's alone need no scaling
+        corpus[120:] *= 128
+        queries, corpus = queries.half(), corpus.half()
     exclude = {q: [corpus_ids[(7 * i) % 300], corpus_ids[(11 * i) % 300]] for i, q in enumerate(query_ids)}
     kwargs = {
         "query_ids": query_ids, "convention": convention, "similarity": similarity, "chunk_size": chunk,
@@ -55,7 +59,7 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
                             timeout=timedelta(seconds=60))  # fmt: skip
     results = [_call(scenario, rank, world) for scenario in SCENARIOS]
     try:
-        _call(("trec", lambda q, c: q @ c.T, False, False, None), rank, world)
+        _call(("trec", lambda q, c: q @ c.T, False, False, None, False), rank, world)
     except ValueError as error:
         results.append(str(error))
     torch.save(results, f"{out_dir}/rank{rank}.pt")

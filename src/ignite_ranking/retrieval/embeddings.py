@@ -11,6 +11,7 @@ under the conventions of :mod:`~ignite_ranking.retrieval.conventions`.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
@@ -63,7 +64,8 @@ def evaluate_embeddings(
             ``map``); default: the convention's, with its aliases (``"beir"``'s ``accuracy``).
             Explicit measures override the convention's: one key each, no alias.
         similarity: ``"cosine"``, ``"dot"``, ``"euclidean"`` (negated distance: the corpus is
-            ranked by ``2 q.c - |c|^2``, the same order) or a callable
+            ranked by ``2 q.c - |c|^2``, the same order; float16 embeddings with a norm above
+            64 are first scaled by a power of two, so that nothing overflows) or a callable
             ``(queries, corpus_chunk) -> (batch, chunk) scores`` (not with ``group``).
         convention: ``"trec"``, ``"beir"`` or ``"sentence-transformers"``
             (:mod:`~ignite_ranking.retrieval.conventions`).
@@ -109,7 +111,7 @@ def evaluate_embeddings(
     table = as_qrels_dict(qrels)
     ids, offset, num_items = _global_ids(corpus_ids, group)
     ids, corpus, owned = _in_tie_order(ids, corpus_embeddings, conv, group)
-    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=owned)
+    queries, corpus = _prepared(query_embeddings, corpus, similarity, owned=owned, group=group)
     ties = "last" if conv.tie_order == "id_descending" else "first"
 
     evaluated = [i for i, q in enumerate(query_ids) if table.get(str(q)) and _counts(table[str(q)], conv)]
@@ -263,16 +265,41 @@ def _in_tie_order(
     return [ids[i] for i in order], corpus.index_select(0, rows), True
 
 
-def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool):
+def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool, group):
     """The embeddings as ``top_k`` scores them; ``owned``: ``corpus`` is a copy of ours, so a
     cosine normalizes it in place (one corpus copy at a time, not two)."""
     if similarity == "cosine":
         return _unit(queries, in_place=False), _unit(corpus, in_place=owned)
     if similarity == "euclidean":  # 2 q.c - |c|^2 = |q|^2 - |q - c|^2: the order of -|q - c|
+        scale = _overflow_scale(queries, corpus, group)
+        if scale != 1:
+            queries, corpus = queries * scale, corpus.mul_(scale) if owned else corpus * scale
         ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
         norms = corpus.square().sum(dim=1, keepdim=True)
         return torch.cat([queries, ones], dim=1), torch.cat([2 * corpus, -norms], dim=1)
     return queries, corpus
+
+
+_NORM_ROWS = 65_536  # rows whose norms are taken at once in float32
+
+
+def _overflow_scale(queries: torch.Tensor, corpus: torch.Tensor, group) -> float:
+    """1, or the power of two that brings every query and corpus norm to at most a quarter of
+    the square root of a narrow dtype's largest value (float16: 64), below which neither
+    ``|q|^2`` nor ``|q - c|^2`` overflows. A power of two scales every score exactly (short of
+    subnormals), so the order is the unscaled one wherever that did not overflow."""
+    bound = math.sqrt(torch.finfo(corpus.dtype).max) / 4
+    if bound > 2**30:  # float32, float64, bfloat16: no embedding's norm comes near
+        return 1.0
+    largest = torch.zeros((), dtype=torch.float32, device=corpus.device)
+    for rows in (queries, corpus):
+        for start in range(0, rows.shape[0], _NORM_ROWS):
+            norms = torch.linalg.vector_norm(rows[start : start + _NORM_ROWS].float(), dim=1)
+            largest = torch.maximum(largest, norms.amax())
+    if group is not None:  # every shard scales alike, so that their scores compare
+        dist.all_reduce(largest, op=dist.ReduceOp.MAX, group=group)
+    largest = float(largest)
+    return 1.0 if largest <= bound else 2.0 ** -math.ceil(math.log2(largest / bound))
 
 
 def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
