@@ -166,13 +166,14 @@ def test_euclidean_ranks_by_distance():
     assert ours == custom
 
 
+@pytest.mark.parametrize("similarity", ["dot", "euclidean"])
 @pytest.mark.parametrize("convention", ["trec", "sentence-transformers"])
-def test_euclidean_on_float16_with_large_norms_does_not_overflow(convention):
+def test_float16_with_large_norms_does_not_overflow(similarity, convention):
     """Norms up to 512 in float16: ``|c|^2`` and ``q.c`` pass 65,504, so the embeddings are
     scaled by a power of two first; on these multiples of 128 every score stays exact, so the
     ranking is the float32 one of the same vectors, ties included."""
     queries, corpus, query_ids, corpus_ids, qrels = embedding_data(12)
-    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "euclidean",
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": similarity,
               "convention": convention, "per_query": True, "chunk_size": 100}  # fmt: skip
     wide = retrieval.evaluate_embeddings(queries, corpus, qrels, **kwargs)
     narrow = retrieval.evaluate_embeddings((queries * 128).half(), (corpus * 128).half(), qrels, **kwargs)

@@ -22,6 +22,7 @@ SCENARIOS = [
     ("sentence-transformers", "cosine", False, True, 64, False),
     ("beir", "euclidean", False, True, 100, False),
     ("trec", "euclidean", False, False, 50, True),  # every shard scales by the largest norm of all
+    ("beir", "dot", False, False, 50, True),
 ]
 
 

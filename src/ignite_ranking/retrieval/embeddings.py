@@ -64,9 +64,10 @@ def evaluate_embeddings(
             ``map``); default: the convention's, with its aliases (``"beir"``'s ``accuracy``).
             Explicit measures override the convention's: one key each, no alias.
         similarity: ``"cosine"``, ``"dot"``, ``"euclidean"`` (negated distance: the corpus is
-            ranked by ``2 q.c - |c|^2``, the same order; float16 embeddings with a norm above
-            64 are first scaled by a power of two, so that nothing overflows) or a callable
+            ranked by ``2 q.c - |c|^2``, the same order) or a callable
             ``(queries, corpus_chunk) -> (batch, chunk) scores`` (not with ``group``).
+            Float16 embeddings whose dot products or distances could pass 65,504 are scaled
+            by a power of two first, which keeps the order (the same on every process).
         convention: ``"trec"``, ``"beir"`` or ``"sentence-transformers"``
             (:mod:`~ignite_ranking.retrieval.conventions`).
         exclude: ``{query id: [document ids]}`` that are not candidates of the query.
@@ -267,39 +268,49 @@ def _in_tie_order(
 
 def _prepared(queries: torch.Tensor, corpus: torch.Tensor, similarity, owned: bool, group):
     """The embeddings as ``top_k`` scores them; ``owned``: ``corpus`` is a copy of ours, so a
-    cosine normalizes it in place (one corpus copy at a time, not two)."""
+    cosine normalizes it in place (one corpus copy at a time, not two). In float16, whose
+    largest value is 65,504, embeddings whose scores could overflow are first scaled by a power
+    of two, which scales every score exactly (short of subnormals) and so keeps their order."""
     if similarity == "cosine":
         return _unit(queries, in_place=False), _unit(corpus, in_place=owned)
-    if similarity == "euclidean":  # 2 q.c - |c|^2 = |q|^2 - |q - c|^2: the order of -|q - c|
-        scale = _overflow_scale(queries, corpus, group)
-        if scale != 1:
-            queries, corpus = queries * scale, corpus.mul_(scale) if owned else corpus * scale
-        ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
-        norms = corpus.square().sum(dim=1, keepdim=True)
-        return torch.cat([queries, ones], dim=1), torch.cat([2 * corpus, -norms], dim=1)
-    return queries, corpus
+    if similarity not in ("dot", "euclidean"):
+        return queries, corpus
+    top = torch.finfo(corpus.dtype).max
+    narrow = top < 2**64  # float32, float64, bfloat16: no embedding's scores come near
+    query_norm, corpus_norm = _largest_norms(queries, corpus, group) if narrow else (0.0, 0.0)
+    if similarity == "dot":  # q.c <= |q| |c|: the queries alone are scaled
+        scale = _power_of_two_within(top / 2, query_norm * corpus_norm)
+        return (queries * scale if scale != 1 else queries), corpus
+    # 2 q.c - |c|^2 = |q|^2 - |q - c|^2, the order of -|q - c|; with norms <= sqrt(top) / 4,
+    # neither |q|^2 nor |q - c|^2 overflows.
+    scale = _power_of_two_within(math.sqrt(top) / 4, max(query_norm, corpus_norm))
+    if scale != 1:
+        queries, corpus = queries * scale, corpus.mul_(scale) if owned else corpus * scale
+    ones = torch.ones(queries.shape[0], 1, dtype=queries.dtype, device=queries.device)
+    norms = corpus.square().sum(dim=1, keepdim=True)
+    return torch.cat([queries, ones], dim=1), torch.cat([2 * corpus, -norms], dim=1)
 
 
 _NORM_ROWS = 65_536  # rows whose norms are taken at once in float32
 
 
-def _overflow_scale(queries: torch.Tensor, corpus: torch.Tensor, group) -> float:
-    """1, or the power of two that brings every query and corpus norm to at most a quarter of
-    the square root of a narrow dtype's largest value (float16: 64), below which neither
-    ``|q|^2`` nor ``|q - c|^2`` overflows. A power of two scales every score exactly (short of
-    subnormals), so the order is the unscaled one wherever that did not overflow."""
-    bound = math.sqrt(torch.finfo(corpus.dtype).max) / 4
-    if bound > 2**30:  # float32, float64, bfloat16: no embedding's norm comes near
-        return 1.0
-    largest = torch.zeros((), dtype=torch.float32, device=corpus.device)
-    for rows in (queries, corpus):
+def _largest_norms(queries: torch.Tensor, corpus: torch.Tensor, group) -> tuple[float, float]:
+    """The largest query and corpus row norms; with a group, over every shard, so that every
+    shard scales alike and their scores compare."""
+    largest = torch.zeros(2, dtype=torch.float32, device=corpus.device)
+    for side, rows in enumerate((queries, corpus)):
         for start in range(0, rows.shape[0], _NORM_ROWS):
             norms = torch.linalg.vector_norm(rows[start : start + _NORM_ROWS].float(), dim=1)
-            largest = torch.maximum(largest, norms.amax())
-    if group is not None:  # every shard scales alike, so that their scores compare
+            largest[side] = torch.maximum(largest[side], norms.amax())
+    if group is not None:
         dist.all_reduce(largest, op=dist.ReduceOp.MAX, group=group)
-    largest = float(largest)
-    return 1.0 if largest <= bound else 2.0 ** -math.ceil(math.log2(largest / bound))
+    query_norm, corpus_norm = largest.tolist()
+    return query_norm, corpus_norm
+
+
+def _power_of_two_within(bound: float, value: float) -> float:
+    """1, or the largest power of two that brings ``value`` to at most ``bound``."""
+    return 1.0 if value <= bound else 2.0 ** math.floor(math.log2(bound / value))
 
 
 def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
