@@ -45,26 +45,32 @@ class Pending:
             parts = [(rows[order], ids[order], scores[order])]
         block_scores, block_ids = _dense(parts, state.batch)
         state.merge(block_scores, block_ids, block_ids >= 0, plain)
-        state.all_full = bool((state.ids[:, -1] >= 0).all())
+        state.all_full = bool(state.full().all())
 
 
 def _dense(parts, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(batch, width)`` scores and ids of the parts' entries, each row's from column 0 on
-    (parts in order, each part's entries in order); ``-inf`` and ``-1`` after them."""
-    device = parts[0][0].device
-    filled = torch.zeros(batch, dtype=torch.int64, device=device)
-    slots = []
-    for rows, _, _ in parts:
-        per_row = torch.bincount(rows, minlength=batch)
-        first = filled - (per_row.cumsum(0) - per_row)  # a row's first slot, less its offset in the part
-        slots.append(torch.arange(rows.numel(), device=device) + first[rows])
-        filled += per_row
+    (parts in order, each part's entries in order); ``-inf`` and ``-1`` after them.
+
+    The entries of one part's row are a run; an entry's slot is its place in its run plus the
+    row's entries in earlier parts, found for every part at once (in place, to hold little)."""
     rows, ids, scores = (torch.cat(column) for column in zip(*parts, strict=True))
-    slot, width = torch.cat(slots), int(filled.max())
+    count, device = rows.numel(), rows.device
+    sizes = torch.tensor([part[0].numel() for part in parts], device=device)
+    run = torch.repeat_interleave(torch.arange(len(parts), device=device), sizes, output_size=count)
+    run.mul_(batch).add_(rows)  # part * batch + row: ascending, one value per run
+    counts = torch.bincount(run, minlength=len(parts) * batch)
+    per_part = counts.view(len(parts), batch)
+    # (entries of the row in earlier parts) - (entries before the run), each less its own count
+    shift = per_part.cumsum(0).view(-1) - counts.cumsum(0)
+    slot = shift.index_select(0, run).add_(torch.arange(count, device=device))
+    del run
+    width = int(per_part.sum(0).max())
     block_scores = torch.full((batch, width), -math.inf, dtype=scores.dtype, device=device)
     block_ids = torch.full((batch, width), -1, dtype=torch.int64, device=device)
-    block_scores[rows, slot] = scores
-    block_ids[rows, slot] = ids
+    flat = rows.mul_(width).add_(slot)  # distinct slots: a copy by index, not an accumulating put
+    block_scores.view(-1).index_copy_(0, flat, scores)
+    block_ids.view(-1).index_copy_(0, flat, ids)
     return block_scores, block_ids
 
 
@@ -72,7 +78,7 @@ def filter_chunk(scores, start, ex_rows, ex_cols, state: RunningTop, pending: Pe
     """Finds the chunk's entries that can still enter a row's top k; merges now and then."""
     width = scores.shape[1]
     if not state.all_full:
-        open_rows = (state.ids[:, -1] < 0).nonzero().squeeze(1)
+        open_rows = (~state.full()).nonzero().squeeze(1)
         for rows, cols, values in _open_row_candidates(scores, open_rows, ex_rows, ex_cols, state.depth):
             pending.add(rows, cols + start, values, from_open_rows=True)
     for rows, cols, values in _above(scores, state.kth()):
@@ -85,7 +91,9 @@ def filter_chunk(scores, start, ex_rows, ex_cols, state: RunningTop, pending: Pe
         pending.merge_into(state)
 
 
-_GROUP = 32  # columns summarized by one maximum in the filter's single pass
+_SHIFT = 5
+_GROUP = 1 << _SHIFT  # columns summarized by one maximum in the filter's single pass (int64
+# shifts and masks by a power of two, where a division or a remainder would not vectorize)
 
 
 Candidates = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (rows, cols, values)
@@ -108,7 +116,7 @@ def _above(scores: torch.Tensor, threshold: torch.Tensor) -> list[Candidates]:
         raise ValueError(NAN_MESSAGE)
     hits = (maxima > threshold[:, None]).view(-1).nonzero().squeeze(1)  # row * groups + group
     hit_rows = hits.div(max(1, maxima.shape[1]), rounding_mode="floor")
-    first = hits * _GROUP if whole == width else hits * _GROUP + hit_rows * (width - whole)
+    first = hits << _SHIFT if whole == width else (hits << _SHIFT) + hit_rows * (width - whole)
     if whole == width and scores.is_contiguous():  # each hit group is a row of the block's view
         entries = scores.view(-1, _GROUP).index_select(0, hits)
     else:
@@ -116,7 +124,7 @@ def _above(scores: torch.Tensor, threshold: torch.Tensor) -> list[Candidates]:
         entries = scores.reshape(-1).index_select(0, offsets).view(-1, _GROUP)
     passed = (entries > threshold.index_select(0, hit_rows)[:, None]).view(-1).nonzero().squeeze(1)
     values = entries.view(-1).index_select(0, passed)
-    flat = first.index_select(0, passed.div(_GROUP, rounding_mode="floor")) + passed % _GROUP
+    flat = first.index_select(0, passed >> _SHIFT) + (passed & (_GROUP - 1))
     rows = flat.div(width, rounding_mode="floor")
     parts = [(rows, flat - rows * width, values)]
     if whole < width:
