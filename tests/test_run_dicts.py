@@ -118,6 +118,17 @@ def test_ids_that_are_not_str_go_through_columns(dict_calls):
         evaluate(_qrels(qrels), {"q": {7: 2.0, "7": 1.0}}, ["P.2"])
 
 
+def test_a_run_mixing_str_and_int_ids_goes_through_columns_whatever_its_key_order(dict_calls):
+    # the dict path looks "5" up as it is: a str first id once sent 5 there, where it matched nothing
+    qrels = _qrels({"q": {"5": 1, "a": 0}})
+    for run in ({"q": {"a": 1.0, 5: 2.0}}, {"q": {5: 2.0, "a": 1.0}}, {"p": {"x": 1.0}, "q": {"a": 1.0, 5: 2.0}}):
+        result = evaluate(qrels, run, ["recip_rank", "P.1"])
+        assert result.means == {"recip_rank": 1.0, "P_1": 1.0}, run
+    assert not dict_calls
+    with pytest.raises(ValueError, match="'7' appears twice for query 'q'"):
+        evaluate(qrels, {"q": {"7": 1.0, 7: 2.0}}, ["P.2"])
+
+
 def test_other_tie_policies_go_through_columns(dict_calls):
     qrels, run = _random(3)
     got = evaluate(_qrels(qrels), run, ["map", "P.5"], ties="first")

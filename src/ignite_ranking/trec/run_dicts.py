@@ -17,8 +17,8 @@ list, padding past it; the measures are then computed on them as on any ranked b
 The walk over the dicts runs batch by batch inside the evaluation's worker threads, so one
 thread reads Python objects while another computes on the batch before.
 
-Document ids are matched as ``str``, which ir_measures and pytrec_eval require: a run whose
-queries do not all start with a ``str`` id is read into columns instead
+Document ids are matched as ``str``, which ir_measures and pytrec_eval require: a run with a
+document id of another type is read into columns instead
 (:func:`~ignite_ranking.trec.columns.columns`, which matches ids by ``str()``).
 """
 
@@ -44,9 +44,10 @@ __all__ = ["DictQueries", "has_str_ids"]
 
 
 def has_str_ids(run: Mapping) -> bool:
-    """Whether every query's first document id is a ``str`` (the dict path's condition); a
-    TypeError where a query's documents are not a dict."""
-    return all(isinstance(next(iter(docs)), str) for docs in query_dicts(run, "run") if docs)
+    """Whether every document id is a ``str`` (the dict path's condition: it looks the qrels'
+    ids up as they are, so a run mixing ``5`` and ``"a"`` goes to the columns, which match ids
+    by ``str()``); a TypeError where a query's documents are not a dict."""
+    return all(all(map(isinstance, docs, repeat(str))) for docs in query_dicts(run, "run"))
 
 
 @dataclass(frozen=True)
