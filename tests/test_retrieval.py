@@ -343,3 +343,33 @@ def test_k_past_the_corpus_and_qrels_queries_not_in_query_ids():
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P.1000", "map_cut.1000"}).evaluate(run)
     for ours, key in (("precision_at_1000", "P_1000"), ("map_at_1000", "map_cut_1000")):
         assert deep[ours] == pytest.approx(sum(v[key] for v in theirs.values()) / len(theirs), abs=1e-12)
+
+
+def test_a_cutoff_far_past_the_corpus_ranks_only_the_corpus():
+    # the ranking was once padded to (batch, k): 10**9 asked for gigabytes per query
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(11, num_docs=40)
+    kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "batch_size": 7}
+    families = ["recall", "precision", "map", "ndcg", "mrr", "accuracy"]
+    near = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, measures=[f"{f}@45" for f in families], **kwargs
+    )
+    far = retrieval.evaluate_embeddings(
+        queries, corpus, qrels, measures=[f"{f}@{10**9}" for f in families], **kwargs
+    )
+    for family in families:
+        scale = 45 / 10**9 if family == "precision" else 1.0  # precision still divides by k
+        assert far[f"{family}@{10**9}"] == pytest.approx(near[f"{family}@45"] * scale, rel=1e-12), family
+
+
+def test_numpy_integer_ids_are_ints():
+    # eleven tied documents, the relevant one id 10: sentence-transformers orders ties by int id
+    # ascending (10 last), where their str order would put "10" before "9"
+    import numpy as np
+
+    corpus, queries = torch.ones(11, 2), torch.ones(1, 2)
+    for ids in (list(range(11)), list(np.arange(11)), list(np.arange(11, dtype=np.int32))):
+        got = retrieval.evaluate_embeddings(
+            queries, corpus, {"q": {10: 1}}, query_ids=["q"], corpus_ids=ids,
+            convention="sentence-transformers", measures=["mrr@10", "accuracy@3"],
+        )  # fmt: skip
+        assert got == {"cosine_mrr@10": 0.0, "cosine_accuracy@3": 0.0}, type(ids[0])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
@@ -131,7 +132,7 @@ def evaluate_embeddings(
     exclude = _checked_exclude(exclude)
     named = _named_documents(table, [str(query_ids[i]) for i in evaluated], exclude, ignore_identical_ids)
     row_of = {name: row for row, doc in enumerate(ids) if (name := str(doc)) in named}
-    k = max(k for _, k in asked)
+    depth = max(1, min(max(k for _, k in asked), len(ids)))  # a cutoff past the corpus ranks all of it
     names = [conv.key_of(family, cutoff, sim_name) for family, cutoff in asked]
     metrics = _metrics(asked, names, conv, per_query)
     low, high = _share(group, len(evaluated))
@@ -148,12 +149,12 @@ def evaluate_embeddings(
         batch = queries[rows]
         if group is not None:
             _, top = catalog.sharded_top_k(
-                batch, corpus, k, item_offset=offset, num_items=num_items, exclude=excluded,
+                batch, corpus, depth, item_offset=offset, num_items=num_items, exclude=excluded,
                 chunk_size=chunk_size, ties=ties, group=group,
             )  # fmt: skip
         else:
             items = corpus if not callable(similarity) else lambda a, b, q=batch: similarity(q, corpus[a:b])
-            _, top = catalog.top_k(batch, items, k, exclude=excluded, chunk_size=chunk_size, ties=ties,
+            _, top = catalog.top_k(batch, items, depth, exclude=excluded, chunk_size=chunk_size, ties=ties,
                                    num_items=len(ids))  # fmt: skip
         mine = slice(max(low - start, 0), max(min(high - start, len(rows)), 0))  # this process's share
         if mine.stop > mine.start:
@@ -326,7 +327,11 @@ def _tie_permutation(ids: list, conv: Convention, group) -> list[int] | None:
     Refuses an id held twice, found next to itself in that order (no set of the corpus)."""
     if conv.tie_order == "row":
         return None
-    key = str if conv.str_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else int
+    key = (
+        str
+        if conv.str_ids or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids)
+        else int
+    )
     keys = list(map(key, ids))  # distinct ints have distinct str: one repeat test for both
     if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
         return None
