@@ -350,7 +350,7 @@ def test_grades_are_exact_integers(folder, tokens, block):
 # The rules of retrieval.read_beir_qrels and retrieval.iter_beir_texts, line by line: UTF-8 lines
 # split at "\n" (one "\r" before it dropped; another refused); blank lines skipped; a qrels line
 # is "query-id<TAB>corpus-id<TAB>grade" (ids not empty, the grade read by int(), as BEIR does;
-# the header skipped on line 1; a later pair wins); a jsonl line is a JSON object whose "_id" is
+# the header skipped on line 1, after a byte order mark if any; a later pair wins); a jsonl line is a JSON object whose "_id" is
 # a non-empty str or an int and whose "title" and "text", where present, are str or null.
 
 _BEIR_HEADER = b"query-id\tcorpus-id\tscore"
@@ -361,6 +361,8 @@ def _beir_lines(data: bytes):
         data += b"\n"
     for number, line in enumerate(data.split(b"\n")[:-1], 1):
         line = line.removesuffix(b"\r")
+        if number == 1:
+            line = line.removeprefix(b"\xef\xbb\xbf")
         if b"\r" in line:
             raise Refused(number, "carriage return")
         try:
@@ -425,6 +427,7 @@ def beir_qrels_files(draw) -> bytes:
             lines.append("\t".join(draw(st.lists(_ID_TEXT, max_size=5))).encode())
     ends = draw(st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=len(lines), max_size=len(lines)))
     data = b"".join(line + end for line, end in zip(lines, ends, strict=True))
+    data = b"\xef\xbb\xbf" + data if draw(st.integers(0, 7)) == 0 else data  # a byte order mark
     return data.removesuffix(b"\n") if draw(st.booleans()) else data
 
 

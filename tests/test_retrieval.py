@@ -241,6 +241,18 @@ def test_beir_readers(tmp_path):
     (tmp_path / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\n")
     with pytest.raises(ValueError, match=r"bad\.tsv:2"):
         retrieval.read_beir_qrels(tmp_path / "bad.tsv")
+    # a byte order mark before the header, which BEIR's csv reader skips with it
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "qrels" / "test.tsv").read_bytes())
+    assert retrieval.read_beir_qrels(tmp_path / "bom.tsv") == retrieval.read_beir_qrels(
+        tmp_path / "qrels" / "test.tsv"
+    )
+    assert retrieval.evaluate_embeddings(queries, corpus, tmp_path / "bom.tsv", query_ids=["q1", "q2"],
+                                         corpus_ids=["d1", "d2"]) == from_path  # fmt: skip
+    # TREC qrels whose first line is not UTF-8: read as TREC, the docno matches no corpus id
+    (tmp_path / "latin.qrels").write_bytes(b"q1 0 d\xe9 1\nq1 0 d1 1\nq2 0 d1 2\n")
+    latin = retrieval.evaluate_embeddings(queries, corpus, tmp_path / "latin.qrels", query_ids=["q1", "q2"],
+                                          corpus_ids=["d1", "d2"], measures=["recall@2"])  # fmt: skip
+    assert latin == {"recall@2": 0.75}
 
 
 # ------------------------------------------------------------------------------------ bad inputs

@@ -15,6 +15,7 @@ from ..trec.io import Qrels, read_qrels
 __all__ = ["as_qrels_dict", "iter_beir_texts", "read_beir_ids", "read_beir_qrels"]
 
 _HEADER = ("query-id", "corpus-id", "score")
+_BOM = "\ufeff".encode()  # a byte order mark, which BEIR's csv reader skips with the header
 
 
 def read_beir_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
@@ -70,10 +71,13 @@ def read_beir_ids(path: str | os.PathLike) -> list[str]:
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """``(number, line)`` of a UTF-8 file split at line feeds (a carriage return before one
-    dropped); a ValueError at a line that does not decode or holds another carriage return."""
+    dropped, and a byte order mark before the first line); a ValueError at a line that does not
+    decode or holds another carriage return."""
     with open(path, "rb") as lines:
         for number, raw in enumerate(lines, 1):
             raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+            if number == 1:
+                raw = raw.removeprefix(_BOM)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -98,9 +102,9 @@ def _record(line: str) -> tuple | None:
 
 
 def _is_beir_tsv(path: str | os.PathLike) -> bool:
-    with open(path, encoding="utf-8") as lines:
-        first = lines.readline().rstrip("\r\n").split("\t")
-    return tuple(first) == _HEADER
+    with open(path, "rb") as lines:  # bytes: a TREC file need not be UTF-8
+        first = lines.readline().removeprefix(_BOM).rstrip(b"\r\n").split(b"\t")
+    return tuple(first) == tuple(field.encode() for field in _HEADER)
 
 
 def as_qrels_dict(qrels: object) -> dict[str, dict[str, float]]:
@@ -113,7 +117,8 @@ def as_qrels_dict(qrels: object) -> dict[str, dict[str, float]]:
         for code, doc, grade in zip(
             qrels.qid.tolist(), qrels.docno.tolist(), qrels.rel.tolist(), strict=True
         ):
-            table[qrels.qids[code]][doc.decode("utf-8")] = float(grade)
+            # a docno that is not UTF-8 keeps its bytes as surrogates: it matches no corpus id
+            table[qrels.qids[code]][doc.decode("utf-8", "surrogateescape")] = float(grade)
         return table
     if not isinstance(qrels, Mapping):
         raise TypeError(
