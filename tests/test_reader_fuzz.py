@@ -350,8 +350,9 @@ def test_grades_are_exact_integers(folder, tokens, block):
 # The rules of retrieval.read_beir_qrels and retrieval.iter_beir_texts, line by line: UTF-8 lines
 # split at "\n" (one "\r" before it dropped; another refused); blank lines skipped; a qrels line
 # is "query-id<TAB>corpus-id<TAB>grade" (ids not empty, the grade read by int(), as BEIR does;
-# the header skipped on line 1, after a byte order mark if any; a later pair wins); a jsonl line is a JSON object whose "_id" is
-# a non-empty str or an int and whose "title" and "text", where present, are str or null.
+# the header skipped on line 1, after a byte order mark if any; a later pair wins); a jsonl line
+# is a JSON object whose "_id" is a non-empty str or an int and whose "title" and "text", where
+# present, are str or null.
 
 _BEIR_HEADER = b"query-id\tcorpus-id\tscore"
 

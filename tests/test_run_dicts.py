@@ -121,7 +121,8 @@ def test_ids_that_are_not_str_go_through_columns(dict_calls):
 def test_a_run_mixing_str_and_int_ids_goes_through_columns_whatever_its_key_order(dict_calls):
     # the dict path looks "5" up as it is: a str first id once sent 5 there, where it matched nothing
     qrels = _qrels({"q": {"5": 1, "a": 0}})
-    for run in ({"q": {"a": 1.0, 5: 2.0}}, {"q": {5: 2.0, "a": 1.0}}, {"p": {"x": 1.0}, "q": {"a": 1.0, 5: 2.0}}):
+    orders = ({"q": {"a": 1.0, 5: 2.0}}, {"q": {5: 2.0, "a": 1.0}}, {"p": {"x": 1}, "q": {"a": 1.0, 5: 2.0}})
+    for run in orders:
         result = evaluate(qrels, run, ["recip_rank", "P.1"])
         assert result.means == {"recip_rank": 1.0, "P_1": 1.0}, run
     assert not dict_calls
