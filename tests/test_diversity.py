@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import warnings
 
 import numpy as np
 import pytest
@@ -302,6 +303,14 @@ def test_cutoffs_past_the_items_equal_each_cutoff_scored_alone(per_query):
             if per_query:
                 mine = list(many.per_query_values().values.values())[column]
                 assert torch.equal(mine, next(iter(alone.per_query_values().values.values())))
+
+
+def test_a_score_past_float32_range_rounds_to_inf_without_a_warning():
+    qrels, run = _ours([("q", "1", "a", 1), ("q", "1", "b", 0)], [("q", "a", 1e308), ("q", "b", 1.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rounded = evaluate_diversity(qrels, run, ["ERR-IA@20"], score_precision="float32")
+    assert rounded.means == evaluate_diversity(qrels, run, ["ERR-IA@20"]).means  # the same order
 
 
 def test_queries_without_subtopics_are_skipped_by_default():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -343,6 +345,18 @@ def test_scores_compared_as_float64_by_default():
     assert evaluate(qrels, run, ["recip_rank"], score_precision="float32").means["recip_rank"] == 0.5
     with pytest.raises(ValueError, match="score_precision must be one of"):
         evaluate(qrels, run, ["recip_rank"], score_precision="float16")
+
+
+@pytest.mark.parametrize("as_dicts", [False, True], ids=["columns", "dicts"])
+def test_a_score_past_float32_range_rounds_to_inf_without_a_warning(as_dicts):
+    # Regression: --score-precision float32 with a score of 1e308 printed numpy's overflow warning.
+    judged, ranked = {"q": {"a": 1, "b": 0, "c": 1}}, {"q": {"a": float("inf"), "b": 1e308, "c": -1e308}}
+    qrels, run = (judged, ranked) if as_dicts else _files(judged, ranked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        means = evaluate(qrels, run, ["map", "recip_rank"], score_precision="float32").means
+    # a and b are both +inf as float32, and trec_eval's docno descending puts b first.
+    assert means == {"map": pytest.approx((1 / 2 + 2 / 3) / 2), "recip_rank": 0.5}
 
 
 def test_custom_gains_follow_trec_eval():

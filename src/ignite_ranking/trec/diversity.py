@@ -52,6 +52,7 @@ from ..kernels.diversity import (
 )
 from .io import DiversityQrels, DuplicateEntryError, Run
 from .judgements import words
+from .records import to_float32
 from .result import (
     EvaluationResult,
     check_batch_size,
@@ -263,7 +264,7 @@ def evaluate_diversity(
     keep = np.flatnonzero(mapped >= 0)
     run_q, run_doc, score = mapped[keep], run.docno[keep], run.score[keep]
     if score_precision == "float32":
-        score = score.astype(np.float32).astype(np.float64)
+        score = to_float32(score).astype(np.float64)
     codes = _docno_codes(np.concatenate((qrels.docno, run_doc)))
     qrels_code, run_code = codes[: len(qrels)], codes[len(qrels) :]
     num_docs = int(codes.max()) + 1 if codes.size else 1

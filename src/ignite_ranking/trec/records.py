@@ -13,7 +13,14 @@ import numpy as np
 
 from .tokens import ID_ERRORS, locate_entries
 
-__all__ = ["DiversityQrels", "DuplicateEntryError", "Qrels", "Run"]
+__all__ = ["DiversityQrels", "DuplicateEntryError", "Qrels", "Run", "to_float32"]
+
+
+def to_float32(scores: np.ndarray) -> np.ndarray:
+    """``scores`` rounded to float32 (``--score-precision float32``); a score past its range is
+    +-inf, as the cast makes it, without numpy's overflow warning."""
+    with np.errstate(over="ignore"):
+        return scores.astype(np.float32)
 
 
 @dataclass

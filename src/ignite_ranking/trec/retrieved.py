@@ -34,6 +34,7 @@ from ..kernels.forms import Ranking, Retrieved, normalize
 from .grid import docno_order, refuse_duplicates, refuse_sorted_duplicates, segments, top_cells
 from .io import Qrels
 from .judgements import NOT_IN_POOL, PADDING, UNJUDGED, Judgements, index_judgements, judged_rows, words
+from .records import to_float32
 
 __all__ = ["RunQueries", "trec_ranked"]
 
@@ -92,7 +93,7 @@ class RunQueries:
         cells, src = _grid(self.start[qs], lens)
         values = self.score[src]
         if self.precision == "float32":
-            values = values.astype(np.float32).astype(np.float64)
+            values = to_float32(values).astype(np.float64)
         if np.isnan(values).any():
             row = cells.nonzero()[0][np.flatnonzero(np.isnan(values))[0]]
             raise ValueError(f"run: query {names[row]!r} has a NaN score; scores must be numbers")

@@ -39,6 +39,7 @@ from .columns import bad_entry, dict_entries, query_dicts
 from .grid import segments
 from .io import Qrels
 from .judgements import NOT_IN_POOL, PADDING, UNJUDGED, index_judgements
+from .records import to_float32
 
 __all__ = ["DictQueries", "has_str_ids"]
 
@@ -125,7 +126,7 @@ class DictQueries:
         qids = [self.qids[q] for q in qs.tolist()]
         both = _read_scores(qids, runs, keys, int(scored.sum() + entries.sum()))
         if self.precision == "float32":  # compared (and sorted, twice as fast) as float32: the same order
-            both = both.astype(np.float32)
+            both = to_float32(both)
         is_score = np.repeat(np.tile([True, False], len(qs)), np.column_stack((scored, entries)).ravel())
         values, judged_scores = both[is_score], both[~is_score]
         if np.isnan(values).any():  # None or NaN
