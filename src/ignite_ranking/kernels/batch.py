@@ -122,11 +122,15 @@ def stacked_gains(stacked: Stacked, gain_function: str) -> torch.Tensor:
         return gain(labels, relevant > 0, gain_function, top)
     if not stacked.finite:
         labels = labels.clamp(min=-_FLOAT64_MAX)
-    shift = torch.threshold(top, _EXP_SCALE_FROM, 0.0).neg_()  # minus gain()'s shift
-    exponent = torch.addcmul(shift, relevant, labels)
+    # The exponents and, in a column beside them, each row's shift: one exp2 takes both.
+    both = torch.empty((*labels.shape[:-1], labels.shape[-1] + 1), dtype=torch.float64, device=labels.device)
+    exponent, shift = both[..., :-1], both[0, :, -1:]
+    torch.threshold(top, _EXP_SCALE_FROM, 0.0, out=shift).neg_()  # minus gain()'s shift
+    torch.addcmul(shift, relevant, labels, out=exponent)
     if not stacked.finite:
         exponent.nan_to_num_(nan=0.0, posinf=math.inf, neginf=-math.inf)
-    return exponent.exp2_().sub_(shift.exp2_())
+    both.exp2_()
+    return exponent.sub_(shift)
 
 
 def sum_to_cutoffs(

@@ -32,6 +32,7 @@ __all__ = [
     "fill_tied_slots",
     "row_chunks",
     "top_k_by_index",
+    "top_k_by_label",
     "whole_row_blocks",
 ]
 
@@ -94,39 +95,41 @@ def _label_sentinel(labels: torch.Tensor, largest: bool) -> float | int:
     return info.min if largest else info.max
 
 
-def refill_by_label(
-    scores: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, ties: str, labels: torch.Tensor
-) -> torch.Tensor:
-    """:func:`fill_tied_slots` under ``"optimistic"``/``"pessimistic"`` without listing anything
-    (the generic kernels): every row's boundary slots refilled at once, in static shapes.
+def top_k_by_label(
+    scores: torch.Tensor, k: int, ties: str, labels: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(scores, k)``'s values and the ``(batch, k)`` columns ranked under
+    ``"optimistic"``/``"pessimistic"`` (equal scores by label, best or worst first, then by
+    column), in static shapes (the generic kernels): nothing listed or read on the host.
 
-    The labels of the items tied with the boundary that beat the ``wanted``-th best of them are
-    all taken (a top-``k`` over the tied items' labels finds them); the remaining slots go to the
-    lowest indices of that label (:func:`_first_of`). A row without a crossing tie gets back its
-    own tied items. Returns new ``indices``, the order within a row unspecified (the caller sorts).
+    With ``b`` the ``k``-th value of a row, a top-``k`` over the labels of the items equal to
+    ``b`` (those above ``b`` given a label no other beats) finds ``cut``, the label of the row's
+    ``k``-th ranked item. A second top-``k`` over an integer key then takes the items above
+    ``b`` and those tied at ``b`` whose label beats ``cut`` (their column's rank plus twice the
+    row's length), and then the tied items of label ``cut`` (their rank plus the row's length),
+    each part in column order; two stable sorts, by label and then by descending score, rank
+    them. The values hold a row's NaN (the caller refuses it from them).
     """
-    k, num_items = values.shape[1], scores.shape[1]
-    device = scores.device
+    values = torch.topk(scores, k, dim=1).values
     boundary = values[:, -1:]
-    wanted = (values == boundary).sum(dim=1)  # the boundary slots (0 for a NaN row, refused later)
-    tied = scores == boundary
+    num_items, device = scores.shape[1], scores.device
     if labels.dtype == torch.bool:
         labels = labels.view(torch.uint8)
     largest = ties == "optimistic"
-    key = torch.where(tied, labels, constants.scalar(_label_sentinel(labels, largest), labels.dtype, device))
-    best, better_columns = torch.topk(key, k, dim=1, largest=largest)
-    cut = best.gather(1, (wanted - 1).clamp(min=0)[:, None])
-    ordinal = constants.arange(0, k, 1, torch.int64, device)
-    # ``best`` is sorted: past the wanted-th, none beats the cut.
-    num_better = ((best > cut) if largest else (best < cut)).sum(dim=1, keepdim=True)
-    # The lowest columns of the cut's label among the tied items (:func:`_first_of`'s key).
-    falling = constants.arange(num_items - 1, -1, -1, torch.int32, device)
-    level = torch.where(tied & (key == cut), falling, constants.scalar(-1, torch.int32, device))
-    level_columns = torch.topk(level, k, dim=1).indices
-    from_level = level_columns.gather(1, (ordinal - num_better).clamp(min=0))
-    chosen = torch.where(ordinal < num_better, better_columns, from_level)  # the j-th chosen item
-    start = (k - wanted)[:, None]  # slot start + j holds the j-th chosen item
-    return torch.where(ordinal >= start, chosen.gather(1, (ordinal - start).clamp(min=0)), indices)
+    best, worst = (
+        constants.scalar(_label_sentinel(labels, s), labels.dtype, device) for s in (not largest, largest)
+    )
+    above, tied = scores > boundary, scores == boundary
+    key = torch.where(above, best, torch.where(tied, labels, worst))
+    cut = torch.topk(key, k, dim=1, largest=largest).values[:, -1:]
+    taken = above | (key > cut if largest else key < cut)
+    dtype = torch.int32 if 3 * num_items < 2**31 else torch.int64
+    rank = [constants.arange((p + 1) * num_items - 1, p * num_items - 1, -1, dtype, device) for p in range(3)]
+    chosen_key = torch.where(taken, rank[2], torch.where(tied & (key == cut), rank[1], rank[0]))
+    chosen = torch.topk(chosen_key, k, dim=1).indices
+    chosen = chosen.gather(1, labels.gather(1, chosen).sort(dim=1, descending=largest, stable=True).indices)
+    order = scores.gather(1, chosen).sort(dim=1, descending=True, stable=True).indices
+    return values, chosen.gather(1, order)
 
 
 def _listed_in_order(rows, columns, wanted, ties, label_of):

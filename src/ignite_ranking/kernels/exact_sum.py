@@ -19,8 +19,8 @@ extraction ``q = fl(r + 1.5 * 2**52 * u) - 1.5 * 2**52 * u`` (``r`` rounded to a
 unit ``u``, exactly, while ``|r| <= 2**51 u``) at the units 1, 2**-32 and 2**-64; every level's
 parts are integers of at most 2**31 units, so their float64 column sums are exact for up to 2**21
 rows a block, whatever order the reduction takes. No value is read back to the host. The
-generic kernels (:mod:`.backend`) split every value at once, as ``trunc(v)`` and the high and
-(rounded) low 32 bits of its fraction, into one stacked tensor summed in one pass: the same
+generic kernels (:mod:`.backend`) split every value at once, by rounding it to multiples of the
+three units and taking the differences, into one stacked tensor summed in one pass: the same
 rounding, so the same carried limbs, in a fixed number of launches.
 
 Example:
@@ -39,6 +39,7 @@ import math
 
 import torch
 
+from . import constants
 from .backend import host_tuned
 
 __all__ = [
@@ -102,15 +103,18 @@ def _block_sums(block: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
 
 def _stacked_sums(v: torch.Tensor) -> torch.Tensor:
     """Uncarried ``(columns, LIMBS)`` limbs of ``(rows, columns)`` float64 values (1 to ``_ROWS``
-    rows): the three parts of every value and its range flag, each written in place beside the
-    others (no stacked copy), summed in one reduction."""
+    rows), summed in one reduction of four parts a value.
+
+    With ``R_i`` the value times ``2**(32 i)`` rounded to an integer (ties to even), the parts are
+    ``R_0``, ``R_1 - 2**32 R_0`` and ``R_2 - 2**32 R_1``: integers of at most 2**31 in magnitude,
+    each exact in float64, whose limbs total ``R_2``, the value rounded to a multiple of 2**-64 as
+    the blocks round it. The fourth part is the range flag.
+    """
+    scales = constants.listed((0.0, 1.0, 2.0**32, 2.0**64), torch.float64, v.device)
+    rounded = torch.mul(v[..., None], scales).round_()  # 0, R_0, R_1, R_2 (exact scalings)
     parts = torch.empty((*v.shape, LIMBS), dtype=torch.float64, device=v.device)
-    whole, high, low, inside = parts.unbind(-1)
-    torch.trunc(v, out=whole)
-    torch.sub(v, whole, out=high).mul_(2.0**32)  # the signed fraction times 2**32: exact
-    torch.frac(high, out=low).mul_(2.0**32).round_()  # to the nearest, ties to even: 2**-64 units
-    high.trunc_()
-    torch.abs(v, out=inside).lt_(_BOUND)  # 0.0 for NaN
+    torch.sub(rounded[..., 1:], rounded[..., :-1], alpha=2.0**32, out=parts[..., :-1])
+    torch.abs(v, out=parts[..., -1]).lt_(_BOUND)  # 0.0 for NaN
     sums = parts.sum(dim=0).to(torch.int64)
     flags = sums[:, -1]
     torch.lt(flags, v.shape[0], out=flags)  # a value outside: flagged once, as the blocks flag it

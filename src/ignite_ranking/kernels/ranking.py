@@ -35,7 +35,7 @@ import torch
 from . import constants
 from .backend import host_tuned
 from .batch import IdealLevels, RankedBatch, Stacked, ideal_order
-from .boundary import boundary_blocks, fill_tied_slots, refill_by_label, top_k_by_index, whole_row_blocks
+from .boundary import boundary_blocks, fill_tied_slots, top_k_by_index, top_k_by_label, whole_row_blocks
 from .chunks import rows_of, rows_per_chunk
 from .ideal import label_levels, relevant_largest
 from .inputs import comparable_labels, count_relevant, refuse_nan
@@ -103,9 +103,8 @@ def _select(scores, k, ties, labels):
         values, indices = top_k_by_index(scores, k, ties == "last")
         return indices, None, values
     if ties in _BY_LABEL and not host_tuned(scores):
-        values, indices = torch.topk(scores, k, dim=1)
-        indices = refill_by_label(scores, values, indices, ties, labels)
-        return _in_rank_order(indices, values, ties, labels, num_items), None, values
+        values, indices = top_k_by_label(scores, k, ties, labels)
+        return indices, None, values
     values, indices = top_k_rows(scores, k + 1)
     crossing = values[:, k] == values[:, k - 1]  # the generic kernels ("average" only): a mask
     crossing = crossing.nonzero().squeeze(1) if host_tuned(scores) else crossing
