@@ -9,8 +9,9 @@ when at most a sixteenth of the mask is set (quantized scores: a few dozen items
 otherwise, and for the ``"average"`` statistics, each step is a comparison and a ``torch.topk``
 over a key, run a few rows at a time (about ``2**21`` elements), which bounds the temporaries
 whatever the tie pattern. The generic kernels (:mod:`.backend`) rank every row's top items in
-static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`), and under
-``"average"`` count every row's block in a fixed number of parts (:func:`whole_row_blocks`).
+static shapes instead under ``"first"``/``"last"`` (:func:`top_k_by_index`) and the label
+policies (:func:`top_k_by_label`), and under ``"average"`` count every row's block in one pass
+(:func:`whole_row_blocks`).
 """
 
 from __future__ import annotations
@@ -402,21 +403,15 @@ def whole_row_blocks(
     bool) marking those whose block continues below the depth: nothing listed, the same
     launches whatever the ties, batch and row length.
 
-    The rows are compared in :func:`row_parts`, each part's tied items and relevant tied items
-    written into one ``(2, part, num_items)`` floating buffer and summed in one pass (half the
-    bytes of float32 scores in all). A row without a crossing tie counts its ranked block: the
-    items of its boundary value are all ranked.
+    The tied items and the relevant tied items of every row are flagged in one ``(2, batch,
+    num_items)`` bool buffer (half the bytes of float32 scores) and counted in one pass. A row
+    without a crossing tie counts its ranked block: the items of its boundary value are all
+    ranked.
     """
     batch, num_items = scores.shape
-    dtype = torch.float32 if num_items <= 2**24 else torch.float64
-    parts = row_parts(batch)
-    buffer = torch.empty(2, parts[-1].stop - parts[-1].start, num_items, dtype=dtype, device=scores.device)
-    counts = torch.empty(2, batch, dtype=dtype, device=scores.device)
-    for part in parts:
-        flags = buffer[:, : part.stop - part.start]
-        tied = torch.eq(scores[part], boundary[part, None], out=flags[0])
-        torch.ge(labels[part], threshold, out=flags[1]).mul_(tied)
-        torch.sum(flags, dim=2, out=counts[:, part])
-    size, relevant = counts.to(torch.float64)
+    flags = torch.empty(2, batch, num_items, dtype=torch.bool, device=scores.device)
+    tied = torch.eq(scores, boundary[:, None], out=flags[0])
+    torch.ge(labels, threshold, out=flags[1]).bitwise_and_(tied)
+    size, relevant = flags.sum(dim=2).to(torch.float64)
     rows = constants.arange(0, batch, 1, torch.int64, scores.device)
     return BoundaryBlocks(rows, size, relevant, scores, labels, threshold, boundary, crossing)
