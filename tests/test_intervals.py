@@ -64,6 +64,28 @@ def test_interval_equals_scipy_t_interval_of_the_per_query_values(name, confiden
         assert (low, high) == pytest.approx(expected, rel=1e-12, abs=1e-14)
 
 
+@pytest.mark.parametrize("count", [2, 10, 1000])
+def test_equal_values_have_an_interval_of_no_width(count):
+    """Regression: the squares' rounding left a spread of ~2**-64, a width of ~1e-9 where every
+    reciprocal rank is 1/3; a spread just past the rounding is kept, and equals scipy's."""
+    y_pred = torch.tensor([[0.9, 0.8, 0.7, 0.1]]).repeat(count, 1)
+    y = torch.tensor([[0, 0, 1, 0]]).repeat(count, 1)  # ranked third
+    mrr, ndcg = MRR([3], confidence=0.9), NDCG([3], confidence=0.9)
+    for metric in (mrr, ndcg):
+        metric.update((y_pred, y))
+        (mean,) = metric.compute()
+        assert metric.interval() == [(mean, mean)]
+    y[0] = torch.tensor([0, 0, 0, 1])  # one reciprocal rank of 1/4: a real spread
+    near = MRR([4], confidence=0.9, per_query=True)
+    near.update((y_pred, y))
+    (v,) = (values.numpy() for values in near.per_query_values().values.values())
+    (low, high), expected = (
+        near.interval()[0],
+        stats.t.interval(0.9, count - 1, loc=v.mean(), scale=stats.sem(v)),
+    )
+    assert low < high and (low, high) == pytest.approx(expected, rel=1e-12)
+
+
 def test_interval_coverage_over_simulated_evaluations():
     """2,000 evaluations of 200 queries: each query's one relevant item sits at a uniform rank
     among 5, so RR@5 is uniform over 1, 1/2, ..., 1/5 and the true mean is H_5 / 5."""

@@ -116,6 +116,16 @@ def test_unsupported_measures_are_refused():
     assert provider.provider.supports(ir_measures.parse_measure("ERR@10"))
 
 
+def test_a_parameter_of_the_wrong_type_is_a_value_error():
+    # Regression: ir_measures checks parameters by assert, which reached the user as AssertionError.
+    qrels, run = {"q": {"a": 1, "b": 3}}, {"q": {"a": 0.9, "b": 0.5}}
+    with pytest.raises(
+        ValueError, match=r"invalid measure INST\(max_rel=3,T=2\): invalid param T=2 .*T=2\.0"
+    ):
+        provider.calc_aggregate([ir_measures.INST(max_rel=3, T=2)], qrels, run)
+    assert provider.calc_aggregate([ir_measures.INST(max_rel=3, T=2.0)], qrels, run)
+
+
 def test_non_ascii_and_integer_document_ids():
     qrels = {"q": {"dé": 1, "b": 0}, "r": {7: 1}}
     run = {"q": {"dé": 1.0, "b": 2.0}, "r": {7: 1.0, 8: 2.0}}

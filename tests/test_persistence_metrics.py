@@ -25,8 +25,14 @@ P = 0.7
 
 
 def _reference(scores, labels, judged, ties, threshold=1.0, max_grade=4.0):
-    """Every value of one row, from the definitions."""
-    order = rank_order(scores, ties)
+    """Every value of one row, from the definitions; under the label policies an unjudged item
+    ties as a label below every judged one (docs/contract.md)."""
+    if ties in ("optimistic", "pessimistic"):
+        sign = -1 if ties == "optimistic" else 1
+        label = [g if j else -math.inf for g, j in zip(labels, judged, strict=True)]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], sign * label[i], i))
+    else:
+        order = rank_order(scores, ties)
     n = len(order)
     grade = [labels[i] for i in order]
     is_judged = [judged[i] for i in order]
@@ -101,7 +107,7 @@ def _data(seed, batch=40, num_items=13):
     return y_pred, y, judged
 
 
-@pytest.mark.parametrize("ties", ["first", "last"])
+@pytest.mark.parametrize("ties", ["first", "last", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("masked", [True, False])
 def test_every_measure_equals_the_reference(ties, masked):
     y_pred, y, judged = _data(1 if masked else 2)

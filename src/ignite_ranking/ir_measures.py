@@ -331,6 +331,13 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
 
     def _evaluator(self, measures: Iterable, qrels) -> _Evaluator:
         measures = list(measures)
+        for measure in measures:
+            try:
+                measure.validate_params()
+            except AssertionError as error:  # ir_measures checks a measure's parameters by assert
+                raise ValueError(
+                    f"invalid measure {measure}: {error} (a float parameter takes T=2.0, not T=2)"
+                ) from None
         unsupported = [str(m) for m in measures if not self.supports(m)]
         if unsupported:
             raise ValueError(

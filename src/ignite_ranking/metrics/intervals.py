@@ -30,12 +30,18 @@ def t_quantile(confidence: float, degrees: int) -> float:
 
 
 def _t_interval(total: int | None, squares: int | None, count: int, quantile: float) -> tuple[float, float]:
-    """``mean -/+ quantile * s / sqrt(n)`` from exact sums in 2**-64 units (sample variance exact)."""
+    """``mean -/+ quantile * s / sqrt(n)`` from exact sums in 2**-64 units.
+
+    Each square was rounded (to float64, then to the sums' grid of 2**-64), so ``n * sum(v^2) -
+    (sum v)^2`` is off by at most ``n * (2**-52 * sum(v^2) + n * 2**-64)``; a spread within that
+    bound is taken as 0 (equal values give ``(mean, mean)``, not a width of ~1e-9).
+    """
     if total is None or squares is None or count < 2:
         return math.nan, math.nan
     mean = total / (count << 64)
-    # n * sum(v^2) - (sum v)^2, in 2**-128 units: exact, never negative
-    spread = max((count * squares << 64) - total * total, 0)
+    spread = (count * squares << 64) - total * total  # in 2**-128 units
+    rounding = (count * squares << 12) + (count * count << 64)
+    spread = spread if spread > rounding else 0
     sem = math.sqrt(spread / ((count * (count - 1) * count) << 128))
     return mean - quantile * sem, mean + quantile * sem
 
