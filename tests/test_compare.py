@@ -293,6 +293,22 @@ def test_cli_missing_queries(tmp_path, capsys):
     assert "--baseline must name one of the runs" in capsys.readouterr().err
 
 
+def test_cli_compares_only_means_of_per_query_numbers(trec_files, tmp_path, capsys):
+    """Regressions: runid alone stopped on numpy's 'need at least one array to stack'; gm_map's
+    row showed the mean of AP as its summary (map's); a tag two runs share picked one."""
+    qrels_path, run_paths = trec_files
+    for strings in (["runid"], ["relstring"], ["gm_map", "runid"]):
+        assert main(["compare", qrels_path, *run_paths[:2], "-m", *strings]) == 2
+        assert "compare tests means of per-query numbers, and none of" in capsys.readouterr().err
+    assert main(["compare", qrels_path, *run_paths[:2], "-m", "gm_map", "map", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "gm_map left out" in captured.err and list(json.loads(captured.out)["means"]["sys0"]) == ["map"]
+    twin = tmp_path / "twin.txt"
+    twin.write_text(Path(run_paths[0]).read_text())  # the same tag, sys0
+    assert main(["compare", qrels_path, run_paths[0], str(twin), "-m", "map", "--baseline", "sys0"]) == 2
+    assert "--baseline 'sys0' is the tag of runs" in capsys.readouterr().err
+
+
 def test_cli_names_a_missing_extra_instead_of_a_traceback(trec_files, monkeypatch, capsys):
     qrels_path, run_paths = trec_files
 

@@ -379,9 +379,14 @@ def test_numpy_integer_ids_are_ints():
     import numpy as np
 
     corpus, queries = torch.ones(11, 2), torch.ones(1, 2)
-    for ids in (list(range(11)), list(np.arange(11)), list(np.arange(11, dtype=np.int32))):
+    arrays = (np.arange(11), torch.arange(11))  # read as their lists (refused as arrays once)
+    for ids in (list(range(11)), list(np.arange(11)), list(np.arange(11, dtype=np.int32)), *arrays):
         got = retrieval.evaluate_embeddings(
             queries, corpus, {"q": {10: 1}}, query_ids=["q"], corpus_ids=ids,
             convention="sentence-transformers", measures=["mrr@10", "accuracy@3"],
         )  # fmt: skip
         assert got == {"cosine_mrr@10": 0.0, "cosine_accuracy@3": 0.0}, type(ids[0])
+    with pytest.raises(TypeError, match="corpus_ids must hold str or int ids, got an array of float64"):
+        retrieval.evaluate_embeddings(
+            queries, corpus, {"q": {10: 1}}, query_ids=["q"], corpus_ids=np.ones(11)
+        )

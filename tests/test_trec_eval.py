@@ -278,6 +278,7 @@ def test_parse_custom_gains():
     [
         *("foo@10", "P_0", "Rprec@5", "mrr@0", "P.x", "bpref.5", "ndcg.1=x", "ndcg.a=1", "P(rel=x)@5"),
         *("NumQ@5", "nDCG(judged_only=yes)@5", "R(rel=2)@5", "map.10"),
+        *("ndcg.1=inf", "ndcg.1=1e400", "ndcg.1=nan"),  # an OverflowError once
     ],
 )
 def test_parse_measure_refuses(name):
@@ -357,6 +358,15 @@ def test_a_score_past_float32_range_rounds_to_inf_without_a_warning(as_dicts):
         means = evaluate(qrels, run, ["map", "recip_rank"], score_precision="float32").means
     # a and b are both +inf as float32, and trec_eval's docno descending puts b first.
     assert means == {"map": pytest.approx((1 / 2 + 2 / 3) / 2), "recip_rank": 0.5}
+
+
+def test_a_relevance_level_past_int64_finds_nothing_relevant():
+    # Regression: -l 99999999999999999999 raised OverflowError comparing it with int64 grades.
+    qrels, run = _files({"q": {"a": 1, "b": 2}}, {"q": {"a": 2.0, "b": 1.0}})
+    assert evaluate(qrels, run, ["map", "num_rel"], relevance_level=10**20).means == {
+        "map": 0.0,
+        "num_rel": 0.0,
+    }
 
 
 def test_custom_gains_follow_trec_eval():

@@ -139,6 +139,8 @@ def rank_candidates(c: _Candidates | _TopItems, ranking: Ranking) -> RankedBatch
     queries, width = c.labels.shape
     device = c.labels.device
     threshold = ranking.relevance_threshold
+    if isinstance(threshold, int) and not -(2**63) <= threshold < 2**63:
+        threshold = float(threshold)  # past int64: above (or below) every label, compared as a float
     listed_relevant = c.valid & (c.labels >= threshold)
     if c.judged is not None:
         listed_relevant &= c.judged  # unjudged: never relevant, even under a threshold <= 0

@@ -222,7 +222,13 @@ def _describe(value: object) -> str:
 
 
 def _ids(ids: object, embeddings: torch.Tensor, name: str, distinct: bool = True) -> list:
-    """The ids as a list, checked; ``distinct=False`` leaves their repeats to the id sort."""
+    """The ids as a list, checked; ``distinct=False`` leaves their repeats to the id sort. A 1-D
+    NumPy array (of ints or str) or integer tensor is read as its list."""
+    if not isinstance(ids, Sequence) and getattr(ids, "ndim", None) == 1 and hasattr(ids, "tolist"):
+        listed = ids.tolist()
+        if not all(isinstance(i, str) or (isinstance(i, int) and not isinstance(i, bool)) for i in listed):
+            raise TypeError(f"{name}_ids must hold str or int ids, got an array of {ids.dtype}")
+        ids = listed
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise TypeError(f"{name}_ids must be a sequence of str or int ids, got {type(ids).__name__}")
     ids = list(ids)

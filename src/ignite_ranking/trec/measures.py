@@ -356,9 +356,12 @@ def _trec_params(name: str, base: str, params: str) -> list[Measure]:
             if not re.fullmatch(r"[+-]?\d+", level.strip()):
                 raise ValueError(f"measure {name!r}: expected {base}.GRADE=GAIN,..., got {pair!r}")
             try:
-                gains.append((int(level), float(gain)))
+                value = float(gain)
             except ValueError:
-                raise ValueError(f"measure {name!r}: a gain must be a number, got {gain!r}") from None
+                value = math.nan
+            if not math.isfinite(value):  # trec_eval compares gains through C's (int) conversion
+                raise ValueError(f"measure {name!r}: a gain must be a finite number, got {gain!r}")
+            gains.append((int(level), value))
         return [Measure(f"{base}_{params}", base, None, None, tuple(gains))]
     if base in ("rbp", "rbp_resid"):
         key, _, value = params.partition("=")
