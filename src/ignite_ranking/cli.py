@@ -330,32 +330,6 @@ def _run_names(paths: Sequence[str], tags: Sequence[str]) -> list[str]:
     return list(paths)
 
 
-_GEOMETRIC = ("gm_map", "gm_bpref")  # summarised by a geometric mean, not the mean compare tests
-
-
-def _compared_measures(names: Sequence[str]) -> list:
-    """The measures ``compare`` tests: those with a per-query number whose summary is its mean
-    (a string or a geometric mean is left out, with a note); refused if none is left."""
-    from .trec import parse_measures
-
-    if any(map(is_diversity_measure, names)):  # ndeval's: numbers, averaged
-        return list(names)
-    measures = parse_measures(names)
-    kept = [m for m in measures if not m.is_text and m.family not in _GEOMETRIC]
-    geometric = [m.name for m in measures if m.family in _GEOMETRIC]
-    if not kept:
-        raise ValueError(
-            f"compare tests means of per-query numbers, and none of {[m.name for m in measures]} has "
-            "one (runid and relstring are strings; gm_map and gm_bpref are geometric means: compare "
-            "map or bpref)"
-        )
-    if geometric:
-        _note(
-            f"{', '.join(geometric)} left out: compare tests means of per-query values (compare map or bpref)"
-        )
-    return kept
-
-
 def _compare(args: argparse.Namespace) -> int:
     # Every comparison needs scipy, a --plot matplotlib: fail now, not after the evaluation.
     import scipy.stats  # noqa: F401
@@ -369,9 +343,8 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError(f"compare needs at least two runs, got {len(args.runs)}")
     if len(set(args.runs)) != len(args.runs):
         raise ValueError(f"each run may be given once, got {args.runs}")
-    metrics = _compared_measures(args.metrics)
     progress = _progress(args)
-    qrels = _read_judgements(args.qrels, metrics, progress)
+    qrels = _read_judgements(args.qrels, args.metrics, progress)
     results, tags = [], []
     for path in args.runs:
         run = read_run(path, progress=progress)
@@ -381,7 +354,7 @@ def _compare(args: argparse.Namespace) -> int:
             evaluate(
                 qrels,
                 run,
-                metrics,
+                args.metrics,
                 relevance_level=args.relevance_level,
                 ties=args.ties,
                 score_precision=args.score_precision,

@@ -17,12 +17,24 @@ class CompareWarning(UserWarning):
     """A comparison that runs but cannot say much, e.g. on fewer than two common queries."""
 
 
+# trec_eval's measures summarised by a geometric mean: their per-query values are AP and bpref,
+# which map and bpref compare, so a test of their mean would be printed under the wrong name.
+GEOMETRIC = ("gm_map", "gm_bpref")
+
+
 def _system_table(name: str, system: object) -> tuple[list | None, list[str], np.ndarray]:
-    """``(keys or None, metric names, (num_queries, num_metrics) values)`` of one system's input."""
+    """``(keys or None, metric names, (num_queries, num_metrics) values)`` of one system's input
+    (an EvaluationResult without its geometric means)."""
     if hasattr(system, "queries") and hasattr(system, "metrics") and hasattr(system, "values"):
         # ignite_ranking.trec.EvaluationResult: rows are queries, columns metrics.
         values = np.asarray(system.values, dtype=np.float64).reshape(len(system.queries), len(system.metrics))
-        return list(system.queries), list(system.metrics), values
+        kept = [i for i, m in enumerate(system.metrics) if m not in GEOMETRIC]
+        if not kept:
+            raise ValueError(
+                f"system {name!r} has no per-query number to compare (runid and relstring are "
+                "strings; gm_map and gm_bpref are geometric means: compare map or bpref)"
+            )
+        return list(system.queries), [system.metrics[i] for i in kept], values[:, kept]
     if hasattr(system, "keys") and hasattr(system, "values") and not isinstance(system, Mapping):
         # ignite_ranking.PerQuery: keyed per-query values of a metric or a group.
         columns = {m: np.asarray(v, dtype=np.float64) for m, v in system.values.items()}
@@ -166,6 +178,13 @@ def compare(
         raise ValueError("systems must be a mapping of at least two system names to per-query values")
     names = [str(n) for n in systems]
     tables = {str(n): _system_table(str(n), s) for n, s in systems.items()}
+    left_out = [m for m in GEOMETRIC if m in getattr(next(iter(systems.values())), "metrics", ())]
+    if left_out:
+        warnings.warn(
+            f"{', '.join(left_out)} left out: compare tests means of per-query values (see map, bpref)",
+            CompareWarning,
+            stacklevel=2,
+        )
     metric_names = list(metrics) if metrics is not None else tables[names[0]][1]
     for name, (_, available, _) in tables.items():
         lacking = [m for m in metric_names if m not in available]
