@@ -119,10 +119,10 @@ def test_unsupported_measures_are_refused():
 def test_a_parameter_of_the_wrong_type_is_a_value_error():
     # Regression: ir_measures checks parameters by assert, which reached the user as AssertionError.
     qrels, run = {"q": {"a": 1, "b": 3}}, {"q": {"a": 0.9, "b": 0.5}}
-    with pytest.raises(
-        ValueError, match=r"invalid measure INST\(max_rel=3,T=2\): invalid param T=2 .*T=2\.0"
-    ):
+    with pytest.raises(ValueError, match=r"invalid measure INST\(.*'T': 2\}\): invalid param T=2 .*T=2\.0"):
         provider.calc_aggregate([ir_measures.INST(max_rel=3, T=2)], qrels, run)
+    with pytest.raises(ValueError, match=r"unsupported params found: \['foo'\]$"):  # no repr: a KeyError
+        provider.calc_aggregate([ir_measures.INST(max_rel=3, foo=1)], qrels, run)
     assert provider.calc_aggregate([ir_measures.INST(max_rel=3, T=2.0)], qrels, run)
 
 

@@ -335,9 +335,10 @@ class IgniteRankingProvider(ir_measures.providers.Provider):
             try:
                 measure.validate_params()
             except AssertionError as error:  # ir_measures checks a measure's parameters by assert
-                raise ValueError(
-                    f"invalid measure {measure}: {error} (a float parameter takes T=2.0, not T=2)"
-                ) from None
+                typed = str(error).startswith("invalid param")
+                hint = " (a float parameter takes T=2.0, not T=2)" if typed else ""
+                name = f"{measure.NAME}({measure.params})"  # its repr fails on an unknown parameter
+                raise ValueError(f"invalid measure {name}: {error}{hint}") from None
         unsupported = [str(m) for m in measures if not self.supports(m)]
         if unsupported:
             raise ValueError(
