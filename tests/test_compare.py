@@ -309,6 +309,20 @@ def test_cli_compares_only_means_of_per_query_numbers(trec_files, tmp_path, caps
     assert "--baseline 'sys0' is the tag of runs" in capsys.readouterr().err
 
 
+def test_cli_compares_counts_by_their_mean_per_query(trec_files, capsys):
+    """Counts are per-query values in a comparison: their mean, where evaluate prints the sum
+    (docs/compare.md)."""
+    qrels_path, run_paths = trec_files
+    measures = ["num_rel_ret", "num_rel"]
+    result = evaluate(read_qrels(qrels_path), read_run(run_paths[0]), measures)
+    assert main(["compare", qrels_path, *run_paths[:2], "-m", *measures, "--format", "json"]) == 0
+    means = json.loads(capsys.readouterr().out)["means"]["sys0"]
+    for column, name in enumerate(result.metrics):
+        per_query = result.values[:, column]
+        assert means[name] == pytest.approx(np.mean(per_query), rel=1e-12)
+        assert result.means[name] == np.sum(per_query) > means[name]
+
+
 def test_cli_names_a_missing_extra_instead_of_a_traceback(trec_files, monkeypatch, capsys):
     qrels_path, run_paths = trec_files
 
