@@ -18,7 +18,7 @@ from reference import DEVICES, rank_order, tied_batch
 
 import ignite_ranking as ir
 import ignite_ranking.kernels.forms as forms
-from ignite_ranking import RankingMetrics
+from ignite_ranking import RankingMetrics, trec
 
 KS = [1, 3, 10]
 P = 0.7
@@ -203,6 +203,24 @@ def test_bad_masks_and_arguments_are_refused_and_leave_the_state():
         ir.ERR(KS, ties="average")
     with pytest.raises(ValueError, match="average"):
         ir.MRR(KS, ties="average", judged_only=True)
+
+
+def test_judged_measures_refuse_average_ties_everywhere(tmp_path):
+    """Regression: Judged@k and rbp_resid under ties="average" read the judged items of one
+    order of a tied block (its optimistic bound) as if that were the expectation; they refuse
+    the policy now, in the metrics, a group, the kernels and the TREC layer."""
+    for make in (lambda: ir.Judged(KS, ties="average"), lambda: ir.RBPResidual(KS, ties="average")):
+        with pytest.raises(ValueError, match="reads which items of one order are judged"):
+            make()
+    with pytest.raises(ValueError, match="average"):
+        ir.RankingMetrics({"judged": ir.Judged(KS), "mrr": ir.MRR(KS)}, ties="average")
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q 0 a 1\nq 0 b 0\n")
+    run.write_text("q Q0 a 1 1.0 t\nq Q0 b 2 1.0 t\nq Q0 c 3 1.0 t\n")  # c unjudged, all tied
+    for measure in ("rbp_resid", "Judged@2"):
+        with pytest.raises(ValueError, match="not defined under ties='average'"):
+            trec.evaluate(trec.read_qrels(qrels), trec.read_run(run), [measure], ties="average")
+        assert trec.evaluate(trec.read_qrels(qrels), trec.read_run(run), [measure]).means
 
 
 def test_without_a_mask_nothing_is_unjudged():

@@ -342,6 +342,26 @@ def test_half_precision_and_int_ids_give_the_float32_str_numbers():
         assert as_int == as_str, convention
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_a_zero_row_has_cosine_zero_in_every_dtype(dtype):
+    """Regression: in float16, normalize's eps of 1e-12 is 0, so a zero query or document row
+    was 0/0 and the ranking refused its NaN scores."""
+    rows = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=dtype)
+    qrels = {"q0": {"d2": 1}, "q1": {"d0": 1}, "q2": {"d1": 1}}
+    kwargs = {"query_ids": ["q0", "q1", "q2"], "corpus_ids": ["d0", "d1", "d2"], "measures": ["mrr@10"]}
+    # q0 = 0 ties every document (d2 third); d0 = 0 ties the other zero scores, before them
+    expected_mrr = (1 / 3 + 1 / 2 + 1 / 3) / 3
+    assert retrieval.evaluate_embeddings(rows, rows, qrels, **kwargs) == {
+        "mrr@10": pytest.approx(expected_mrr)
+    }
+    expected = torch.nn.functional.normalize(rows[1:].float(), dim=1).to(dtype)
+    from ignite_ranking.retrieval.embeddings import _unit
+
+    for in_place in (False, True):
+        unit = _unit(rows.clone(), in_place=in_place)
+        assert torch.equal(unit[0], torch.zeros(2, dtype=dtype)) and torch.equal(unit[1:], expected)
+
+
 def test_k_past_the_corpus_and_qrels_queries_not_in_query_ids():
     queries, corpus, query_ids, corpus_ids, qrels = embedding_data(10, num_docs=50)
     kwargs = {"query_ids": query_ids, "corpus_ids": corpus_ids, "similarity": "dot", "convention": "beir"}

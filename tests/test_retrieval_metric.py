@@ -9,6 +9,7 @@ import socket
 import pytest
 import torch
 from ignite.engine import Engine, Events
+from ignite.exceptions import NotComputableError
 from retrieval_data import embedding_data
 
 from ignite_ranking.retrieval import EmbeddingRetrieval, evaluate_embeddings
@@ -149,3 +150,51 @@ def test_a_corpus_read_once_is_refused_at_construction():
     _, rows, _, ids, _ = _data()
     with pytest.raises(TypeError, match="a generator is read once: give a DataLoader or a list"):
         _metric(batch for batch in [(rows, ids)])
+
+
+def test_a_refused_batch_keeps_nothing():
+    """Regression: the embeddings of a batch whose ids were refused were kept, so every later
+    compute() paired the queries with the wrong ids."""
+    queries, _, query_ids, _, _ = _data()
+    metric, clean = _metric(measures=MEASURES), _metric(measures=MEASURES)
+    for m in (metric, clean):
+        m.update((queries[:10], query_ids[:10]))
+    bad = [
+        ((queries[10:12], "q1"), TypeError, "ids must be a list or tensor"),
+        ((queries[10:12], query_ids[10:11]), ValueError, "2 embeddings and 1 ids"),
+        ((queries[10:12, :3], query_ids[10:12]), ValueError, "d=3 torch.float32 after batches of d=4"),
+        ((queries[10:12].double(), query_ids[10:12]), ValueError, "every batch must have one d and dtype"),
+        ((queries[10].tolist(), query_ids[10:11]), ValueError, r"a \(batch, d\) floating tensor, got list"),
+    ]
+    for batch, error, message in bad:
+        with pytest.raises(error, match=message):
+            metric.update(batch)
+    assert metric.compute() == clean.compute()
+
+
+def test_the_state_round_trips_and_refuses_other_options():
+    """Regression: state_dict() held nothing, and a load "succeeded" into a metric that then
+    failed on tensor shapes; compute() before any batch raised a shape error."""
+    queries, _, query_ids, _, _ = _data()
+    with pytest.raises(NotComputableError, match="at least one query batch"):
+        _metric(measures=MEASURES).compute()
+    metric = _metric(measures=MEASURES)
+    metric.update((queries[:13], query_ids[:13]))
+    state = metric.state_dict()
+    loaded = _metric(measures=MEASURES)
+    loaded.load_state_dict(state)
+    assert loaded.compute() == metric.compute()
+    loaded.update((queries[13:], query_ids[13:]))
+    metric.update((queries[13:], query_ids[13:]))
+    whole = _metric(measures=MEASURES)
+    whole.update((queries, query_ids))
+    assert loaded.compute() == metric.compute() == whole.compute()
+    empty = _metric(measures=MEASURES)
+    empty.load_state_dict(_metric(measures=MEASURES).state_dict())
+    with pytest.raises(NotComputableError):
+        empty.compute()
+    other = _metric(measures=["mrr@10"])
+    with pytest.raises(ValueError, match=r"other settings than this EmbeddingRetrieval.*measures"):
+        other.load_state_dict(state)
+    with pytest.raises(NotComputableError):
+        other.compute()  # the refused load kept nothing

@@ -114,7 +114,8 @@ def judged_flags(ranked: RankedBatch) -> torch.Tensor:
     return real & (ranked.judged > 0)
 
 
-def _refuse_blocks(ranked: RankedBatch, what: str) -> None:
+def refuse_blocks(ranked: RankedBatch, what: str) -> None:
+    """Refuses a batch ranked under ``ties="average"`` for a measure that reads one order."""
     if ranked.blocks is not None:
         raise ValueError(f"{what} is not defined under ties='average'; got a batch ranked with it.")
 
@@ -133,6 +134,7 @@ def judged_at_k(ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:
         >>> judged_at_k(ranked, [2, 4, 10]).tolist()  # 1/2, 3/4, 3/min(10, 4)
         [[0.5, 0.75, 0.75]]
     """
+    refuse_blocks(ranked, "Judged@k")
     flags = judged_flags(ranked).to(torch.float64)
     cumulative = torch.nn.functional.pad(flags.cumsum(dim=1), (1, 0))
     columns = torch.tensor([min(k, ranked.depth) for k in cutoffs], device=flags.device)
@@ -159,7 +161,7 @@ def bpref(ranked: RankedBatch) -> torch.Tensor:
         >>> bpref(ranked).tolist()  # (1 + (1 - min(1, 3) / min(2, 3))) / 3
         [[0.5]]
     """
-    _refuse_blocks(ranked, "bpref")
+    refuse_blocks(ranked, "bpref")
     if ranked.num_nonrelevant is None:
         raise ValueError("bpref needs num_nonrelevant, the judged non-relevant items of each row")
     judged = judged_flags(ranked)
@@ -193,7 +195,7 @@ def condense(ranked: RankedBatch) -> RankedBatch:
         >>> scoring.reciprocal_rank(condense(ranked), [3]).tolist()  # the unjudged rank 2 is gone
         [[0.5]]
     """
-    _refuse_blocks(ranked, "a judged-only (condensed) list")
+    refuse_blocks(ranked, "a judged-only (condensed) list")
     judged = judged_flags(ranked)
     order = (~judged).to(torch.uint8).argsort(dim=1, stable=True)
     kept = judged.gather(1, order)

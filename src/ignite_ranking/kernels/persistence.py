@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from .batch import RankedBatch, sum_to_cutoffs
-from .judged import judged_flags, retrieved_counts
+from .judged import judged_flags, refuse_blocks, retrieved_counts
 
 __all__ = ["expected_reciprocal_rank", "normalized_err", "rank_biased_precision", "rbp_residual"]
 
@@ -76,6 +76,7 @@ def rbp_residual(ranked: RankedBatch, cutoffs: Sequence[int], p: float = 0.9) ->
         >>> rbp_residual(ranked, [1, 3], p=0.5).tolist()  # none unjudged in the top 1; 0.125 + 0.5 * 0.5
         [[0.0, 0.375]]
     """
+    refuse_blocks(ranked, "rbp_resid")
     p = _check_p(p)
     device = ranked.labels.device
     positions = torch.arange(ranked.depth, device=device)
@@ -118,8 +119,7 @@ def expected_reciprocal_rank(
         >>> expected_reciprocal_rank(ranked, [1, 3], max_grade=2).tolist()  # 3/4, 3/4 + 1/4 * 1/4 / 3
         [[0.75, 0.7708333333333334]]
     """
-    if ranked.blocks is not None:
-        raise ValueError("ERR is not defined under ties='average'; got a batch ranked with it.")
+    refuse_blocks(ranked, "ERR")
     stop = _stop_probability(ranked.labels, ranked.relevant, _check_max_grade(max_grade))
     return _err(stop, cutoffs)
 

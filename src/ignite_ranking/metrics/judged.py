@@ -58,10 +58,10 @@ class Judged(RankingMetric):
 
     with n the items of the row. Unjudged items are those an update's
     ``(y_pred, y, {"judged": mask})`` marks False; without a mask every item is judged and the
-    value is 1. Arguments as :class:`~ignite_ranking.MRR`. A query without a relevant item has a
-    Judged@k of its own: ``ignore_zero_hits=False`` (``empty_target_action="neg"``) counts it
-    with that value, and ``empty_target_action="pos"`` counts it as 1 (torchmetrics' rule for
-    every metric).
+    value is 1. Arguments as :class:`~ignite_ranking.MRR`; ``ties="average"`` is not supported.
+    A query without a relevant item has a Judged@k of its own: ``ignore_zero_hits=False``
+    (``empty_target_action="neg"``) counts it with that value, and ``empty_target_action="pos"``
+    counts it as 1 (torchmetrics' rule for every metric).
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -79,6 +79,7 @@ class Judged(RankingMetric):
 
     value_range = (0.0, 1.0)
     name = "judged"
+    without_average = "reads which items of one order are judged"
     cutoff_tail = "repeat"
     zero_without_hits = False
 

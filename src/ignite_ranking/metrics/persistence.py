@@ -68,10 +68,10 @@ class RBPResidual(_Persistent):
 
     with :math:`n = \min(k, \text{items})`: the weight of the unjudged ranks plus that of the ranks
     beyond the list. As in trec_eval it is 0 for a query without an unjudged item in the top k.
-    Unjudged items are those an update's ``(y_pred, y, {"judged": mask})`` marks False. A query
-    without a relevant item has a residual of its own: ``ignore_zero_hits=False``
-    (``empty_target_action="neg"``) counts it with that value, and ``empty_target_action="pos"``
-    counts it as 1 (torchmetrics' rule for every metric).
+    Unjudged items are those an update's ``(y_pred, y, {"judged": mask})`` marks False;
+    ``ties="average"`` is not supported. A query without a relevant item has a residual of its
+    own: ``ignore_zero_hits=False`` (``empty_target_action="neg"``) counts it with that value,
+    and ``empty_target_action="pos"`` counts it as 1 (torchmetrics' rule for every metric).
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.
@@ -87,6 +87,7 @@ class RBPResidual(_Persistent):
     """
 
     name = "rbp_resid"
+    without_average = "reads which items of one order are judged"
     zero_without_hits = False
 
     def score_at(self, ranked: RankedBatch, cutoffs: Sequence[int]) -> torch.Tensor:

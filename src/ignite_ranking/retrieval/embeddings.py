@@ -321,10 +321,14 @@ def _power_of_two_within(bound: float, value: float) -> float:
 
 
 def _unit(rows: torch.Tensor, in_place: bool) -> torch.Tensor:
-    """``torch.nn.functional.normalize(rows, dim=1)``, bit for bit, in place if asked."""
+    """``torch.nn.functional.normalize(rows, dim=1)``, bit for bit, in place if asked. Its
+    ``eps`` of 1e-12 is 0 in float16, where a zero row would be 0/0: there ``eps`` is float16's
+    smallest subnormal, below every norm but 0, so a zero row is 0 in every dtype."""
+    info = torch.finfo(rows.dtype)
+    eps = max(1e-12, info.tiny * info.eps)
     if not in_place:
-        return torch.nn.functional.normalize(rows, dim=1)
-    return rows.div_(rows.norm(2, 1, keepdim=True).clamp_min_(1e-12))
+        return torch.nn.functional.normalize(rows, dim=1, eps=eps)
+    return rows.div_(rows.norm(2, 1, keepdim=True).clamp_min_(eps))
 
 
 def _tie_permutation(ids: list, conv: Convention, group) -> list[int] | None:

@@ -10,13 +10,16 @@ with :func:`~ignite_ranking.retrieval.evaluate_embeddings` (sharded over the pro
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import ignite.distributed as idist
 import torch
 import torch.distributed as dist
+from ignite.exceptions import NotComputableError
 from ignite.metrics import Metric
 
+from ..metrics.state import check_settings
 from .embeddings import evaluate_embeddings
 
 __all__ = ["EmbeddingRetrieval"]
@@ -39,7 +42,11 @@ class EmbeddingRetrieval(Metric):
             the ids and the group come from the batches and ``ignite.distributed``).
 
     ``compute()`` returns ``{key: mean}``; attached, each key becomes an ``engine.state.metrics``
-    entry (Ignite's rule for a dict result).
+    entry (Ignite's rule for a dict result). With ``per_query=True`` it returns
+    ``evaluate_embeddings``' pair ``(means, per-query values)``, which Ignite stores whole under
+    the metric's name. ``compute()`` before any query batch raises ``NotComputableError``; a
+    refused batch keeps nothing; ``state_dict()`` holds the query embeddings and ids seen so far
+    (on the CPU) and the options, and ``load_state_dict()`` refuses a state saved under others.
 
     Example:
         >>> import torch
@@ -85,9 +92,40 @@ class EmbeddingRetrieval(Metric):
         self._query_ids: list = []
 
     def update(self, output) -> None:
+        """Keeps a batch of query embeddings and their ids; a refused batch keeps nothing."""
         embeddings, ids = output
+        _check_queries(embeddings, self._queries[0] if self._queries else None)
+        ids = _batch_ids(ids, embeddings, "query")
         self._queries.append(embeddings.detach())
-        self._query_ids.extend(_batch_ids(ids, embeddings, "query"))
+        self._query_ids.extend(ids)
+
+    def settings(self) -> dict:
+        """The options that change the numbers (a callable similarity by its name), saved with
+        the state: ``load_state_dict()`` refuses a state saved under other options."""
+        named = lambda value: getattr(value, "__name__", repr(value)) if callable(value) else value  # noqa: E731
+        return {
+            "metric": "embedding_retrieval",
+            **{key: named(self._options[key]) for key in sorted(self._options)},
+        }
+
+    def _state_dict_per_rank(self) -> OrderedDict:
+        queries = torch.cat(self._queries) if self._queries else torch.zeros(0, 0)
+        return OrderedDict(queries=queries.cpu(), query_ids=list(self._query_ids), settings=self.settings())
+
+    def _load_state_dict_per_rank(self, state_dict: Mapping) -> None:
+        """Loads :meth:`state_dict`'s queries and ids, every entry checked before any is kept."""
+        entries = sorted(state_dict) if isinstance(state_dict, Mapping) else None
+        if entries != ["queries", "query_ids", "settings"]:
+            raise ValueError(
+                "state_dict must be an EmbeddingRetrieval.state_dict(): its entries are queries, "
+                f"query_ids and settings, got {entries if entries is not None else state_dict!r}."
+            )
+        check_settings(self.settings(), state_dict["settings"], type(self).__name__)
+        queries = state_dict["queries"]
+        _check_queries(queries, None)
+        ids = _batch_ids(state_dict["query_ids"], queries, "saved query")
+        self._queries = [queries.to(self._device)] if ids else []
+        self._query_ids = ids
 
     def _encoded_corpus(self, queries: torch.Tensor) -> tuple[torch.Tensor, list]:
         """This process's corpus shard, encoded now, and its ids."""
@@ -111,6 +149,10 @@ class EmbeddingRetrieval(Metric):
             queries = torch.cat([part[0] for part in gathered if len(part[1])] or [queries])
             query_ids = [i for part in gathered for i in part[1]]
             group = dist.group.WORLD
+        if not query_ids:
+            raise NotComputableError(
+                "EmbeddingRetrieval must have at least one query batch before compute()."
+            )
         corpus, corpus_ids = self._encoded_corpus(queries)
         return evaluate_embeddings(
             queries.to(corpus.device, corpus.dtype), corpus, self._qrels, query_ids=query_ids,
@@ -121,6 +163,26 @@ class EmbeddingRetrieval(Metric):
 # What the metric passes to evaluate_embeddings itself, and what the user may.
 _SET_HERE = frozenset({"query_embeddings", "corpus_embeddings", "query_ids", "corpus_ids", "group"})
 _OPTIONS = frozenset(inspect.signature(evaluate_embeddings).parameters) - _SET_HERE - {"qrels"}
+
+
+def _check_queries(embeddings: object, first: torch.Tensor | None) -> None:
+    """Refuses query embeddings that are not a 2-D floating tensor like the first batch's."""
+    if (
+        not isinstance(embeddings, torch.Tensor)
+        or embeddings.dim() != 2
+        or not embeddings.is_floating_point()
+    ):
+        got = (
+            f"a {embeddings.dtype} tensor of shape {tuple(embeddings.shape)}"
+            if isinstance(embeddings, torch.Tensor)
+            else type(embeddings).__name__
+        )
+        raise ValueError(f"query embeddings must be a (batch, d) floating tensor, got {got}.")
+    if first is not None and (embeddings.shape[1], embeddings.dtype) != (first.shape[1], first.dtype):
+        raise ValueError(
+            f"query embeddings of d={embeddings.shape[1]} {embeddings.dtype} after batches of "
+            f"d={first.shape[1]} {first.dtype}: every batch must have one d and dtype."
+        )
 
 
 def _batch_ids(ids: object, embeddings: torch.Tensor, name: str) -> list:
