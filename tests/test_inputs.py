@@ -12,7 +12,8 @@ from ignite.metrics import NDCG as IgniteNDCG
 from ignite.metrics import HitRate as IgniteHitRate
 from reference import DEVICES, METRIC_NAMES, build_metric, functional_values, tied_batch
 
-from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics
+import ignite_ranking as ir
+from ignite_ranking import MRR, NDCG, HitRate, RankingMetrics, catalog, retrieval
 from ignite_ranking import functional as F
 
 KS = [1, 3, 10]
@@ -106,6 +107,49 @@ def test_numpy_scalars_are_accepted_where_python_ones_are():
     assert HitRate(np.int64(3)).top_k == [3]
     assert torch.equal(F.recall(y_pred, y, np.uint8(3), np.int16(2)), F.recall(y_pred, y, 3, 2))
     numpy.load_state_dict(plain.state_dict())  # the settings are plain Python values
+
+
+@pytest.mark.parametrize(
+    ("make", "numpy_args", "python_args"),
+    [
+        (lambda *a: ir.Coverage([2], *a), (np.int64(9),), (9,)),
+        (lambda *a: ir.GiniIndex([2], *a), (np.int32(9),), (9,)),
+        (lambda *a: ir.ShannonEntropy([2], num_items=a[0]), (np.int64(9),), (9,)),
+        (
+            lambda *a: ir.ExpectedExposure([2], patience=a[0], num_items=a[1]),
+            (np.float32(0.5), np.int64(9)),
+            (0.5, 9),
+        ),
+        (lambda *a: ir.RBP([2], *a), (np.float32(0.5),), (0.5,)),
+        (lambda *a: ir.RBPResidual([2], *a), (np.float64(0.5),), (0.5,)),
+        (lambda *a: ir.ERR([2], *a), (np.int64(3),), (3,)),
+        (lambda *a: ir.NERR([2], *a), (np.int64(3),), (3,)),
+        (lambda *a: ir.MRR([2], ignore_index=a[0]), (np.int64(-1),), (-1,)),
+    ],
+)
+def test_numpy_scalars_are_accepted_by_every_numeric_option(make, numpy_args, python_args):
+    """Regression: these options took only Python numbers (the contract accepts NumPy scalars)."""
+    y_pred, y = tied_batch(np.random.default_rng(3), 5, 9)
+    numpy, plain = make(*numpy_args), make(*python_args)
+    for metric in (numpy, plain):
+        metric.update((y_pred, y))
+    assert numpy.compute() == plain.compute() and numpy.settings() == plain.settings()
+    numpy.load_state_dict(plain.state_dict())
+
+
+def test_numpy_scalars_are_accepted_by_the_catalog_and_retrieval():
+    queries, items = torch.eye(2), torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    expected = catalog.top_k(queries, items, 2, chunk_size=2)
+    for got in (
+        catalog.top_k(queries, items, np.int64(2), chunk_size=np.int32(2)),
+        catalog.top_k(queries, lambda a, b: queries @ items[a:b].T, 2, num_items=np.int64(3)),
+    ):
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    kwargs = {"query_ids": ["a", "b"], "corpus_ids": ["x", "y", "z"], "measures": ["mrr@10"]}
+    qrels = {"a": {"y": 1}}
+    assert retrieval.evaluate_embeddings(
+        queries, items, qrels, batch_size=np.int64(1), chunk_size=np.int64(1), **kwargs
+    ) == retrieval.evaluate_embeddings(queries, items, qrels, **kwargs)
 
 
 @pytest.mark.parametrize("value", [np.bool_(True), np.array([1]), np.float64(1.0)])

@@ -19,6 +19,7 @@ Two selection methods, both exact, share the merge (:class:`.running.RunningTop`
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Union
 
@@ -160,9 +161,9 @@ _LABEL_POLICIES = ("optimistic", "pessimistic", "average")
 
 
 def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}.")
-    return k
+    return int(k)
 
 
 def _check_catalog_ties(ties: object) -> str:
@@ -182,9 +183,9 @@ def _chunk_size(chunk_size: object, batch: int, dtype: torch.dtype) -> int:
         itemsize = torch.empty(0, dtype=dtype).element_size()
         size = max(1, BLOCK_BYTES // max(1, batch * itemsize))
         return size - size % _ALIGN if size > _ALIGN else size
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}.")
-    return chunk_size
+    return int(chunk_size)
 
 
 _ALIGN = 64
@@ -198,8 +199,9 @@ def _scorer(queries, items, num_items):
         raise TypeError(f"queries must be a tensor with a batch dimension, got {_describe(queries)}.")
     batch, device = queries.shape[0], queries.device
     if callable(items) and not isinstance(items, torch.Tensor):
-        if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 0:
+        if isinstance(num_items, bool) or not isinstance(num_items, numbers.Integral) or num_items < 0:
             raise ValueError(f"num_items must be an int >= 0 when items is a callable, got {num_items!r}.")
+        num_items = int(num_items)
 
         def score(start: int, stop: int) -> torch.Tensor:
             block = items(start, stop)

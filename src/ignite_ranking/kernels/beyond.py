@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -163,7 +164,7 @@ def check_groups(groups: object) -> torch.Tensor:
 
 def check_patience(patience: object) -> float:
     """``patience`` (RBP's gamma) if it is a real number in (0, 1), else raises."""
-    if isinstance(patience, bool) or not isinstance(patience, (int, float)):
+    if isinstance(patience, bool) or not isinstance(patience, numbers.Real):
         raise TypeError(f"patience must be a float in (0, 1), got {type(patience).__name__}.")
     if not 0.0 < float(patience) < 1.0:
         raise ValueError(f"patience must be in (0, 1) (the chance to read on), got {patience}.")

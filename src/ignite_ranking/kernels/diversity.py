@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -74,7 +75,7 @@ class SubtopicBatch:
 
 def check_alpha(name: str, value: object) -> float:
     """``value`` as a float in [0, 1], else a ``TypeError``/``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
     if not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {value!r}")

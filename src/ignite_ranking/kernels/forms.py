@@ -28,6 +28,7 @@ by :mod:`~ignite_ranking.kernels.held`.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -368,7 +369,9 @@ def _ragged_candidates(rows: FlatRows, starts: torch.Tensor, lengths: torch.Tens
 
 
 def check_ignore_index(ignore_index: object) -> int | None:
-    """``ignore_index`` if it is None or an int (bools refused), else raises ``TypeError``."""
-    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+    """``ignore_index`` as None or an int (NumPy integers too; bools refused), else raises ``TypeError``."""
+    if ignore_index is None:
+        return None
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
         raise TypeError(f"ignore_index must be None or an int, got {type(ignore_index).__name__}.")
-    return ignore_index
+    return int(ignore_index)

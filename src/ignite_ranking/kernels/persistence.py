@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -27,7 +28,7 @@ __all__ = ["expected_reciprocal_rank", "normalized_err", "rank_biased_precision"
 
 
 def _check_p(p: float) -> float:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 < p < 1.0:
         raise ValueError(f"p (RBP's persistence) must be a number in (0, 1), got {p!r}")
     return float(p)
 
@@ -101,7 +102,7 @@ def _err(stop: torch.Tensor, cutoffs: Sequence[int]) -> torch.Tensor:
 
 
 def _check_max_grade(max_grade: float) -> float:
-    if isinstance(max_grade, bool) or not isinstance(max_grade, (int, float)) or not max_grade > 0:
+    if isinstance(max_grade, bool) or not isinstance(max_grade, numbers.Real) or not max_grade > 0:
         raise ValueError(f"max_grade (ERR's largest grade) must be a positive number, got {max_grade!r}")
     return float(max_grade)
 

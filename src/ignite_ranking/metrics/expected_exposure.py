@@ -4,6 +4,7 @@ relevance earns (EE-L, EE-D, EE-R, and each group's exposure with ``groups``).""
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING
 
 import torch
@@ -108,7 +109,7 @@ class ExpectedExposure(RankingMetric):
     ):
         self.patience = beyond.check_patience(patience)
         if num_items is not None and (
-            isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1
+            isinstance(num_items, bool) or not isinstance(num_items, numbers.Integral) or num_items < 1
         ):
             raise ValueError(
                 f"num_items (the catalog size) must be None or a positive int, got {num_items!r}."

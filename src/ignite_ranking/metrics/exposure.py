@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING
 
 import torch
@@ -29,9 +30,9 @@ class _Exposure(RankingMetric):
     options_offered = frozenset({*positional_options, "ties", "ignore_index"})
 
     def __init__(self, top_k: int | list[int], num_items: int, *args, **options: Unpack[RankingOptions]):
-        if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1:
+        if isinstance(num_items, bool) or not isinstance(num_items, numbers.Integral) or num_items < 1:
             raise ValueError(f"num_items (the catalog size) must be a positive int, got {num_items!r}.")
-        self.num_items = num_items
+        self.num_items = int(num_items)
         super().__init__(top_k, *args, **options)
 
     @property

@@ -242,9 +242,9 @@ def _ids(ids: object, embeddings: torch.Tensor, name: str, distinct: bool = True
 def _check_batch_size(batch_size: object) -> int:
     if batch_size is None:
         return 1024
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
-    return batch_size
+    return int(batch_size)
 
 
 # ------------------------------------------------------------------------------------ the corpus
