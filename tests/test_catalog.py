@@ -264,6 +264,13 @@ def test_progress_bar(capsys) -> None:
         ({"exclude": torch.ones(2, 6).to_sparse()}, ValueError, r"shape \(batch, num_items\) = \(2, 5\)"),
         ({"exclude": [[1], [2]]}, TypeError, "exclude must be a sparse"),
         ({"num_items": 4}, ValueError, "num_items=4 disagrees"),
+        ({"items": torch.ones(5, 3).to_sparse()}, TypeError, "items must be a dense .strided. tensor"),
+        ({"queries": torch.ones(2, 3).to_sparse()}, TypeError, "queries must be a dense .strided. tensor"),
+        (
+            {"queries": torch.ones(2, 3, device="meta"), "items": torch.ones(5, 3, device="meta")},
+            ValueError,
+            "queries is on the meta device",
+        ),
     ],
 )
 def test_bad_input_is_refused(kwargs, error, message) -> None:

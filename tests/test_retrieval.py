@@ -266,6 +266,8 @@ def test_beir_readers(tmp_path):
         ({"query_ids": [1, "1"]}, ValueError, "query_ids hold an id twice"),
         ({"query_embeddings": torch.tensor([[1.0, math.nan], [0.0, 1.0]])}, ValueError, "NaN"),
         ({"convention": "mteb"}, ValueError, "convention must be one of"),
+        ({"convention": ["trec"]}, ValueError, "convention must be one of"),
+        ({"measures": ["ndcg@²"]}, ValueError, "unknown measure"),
         ({"similarity": "manhattan"}, ValueError, "similarity must be one of"),
         ({"measures": ["ndcg@0"]}, ValueError, "unknown measure"),
         ({"measures": ["f1@10"]}, ValueError, "unknown measure"),
@@ -282,6 +284,13 @@ def test_beir_readers(tmp_path):
         ({"qrels": {"q0": {"d0": "1"}}}, ValueError, "finite number, got '1'"),
         ({"exclude": {"q0": "d0"}}, TypeError, r"exclude\['q0'\] must be a list"),
         ({"exclude": [("q0", "d0")]}, TypeError, "exclude must be a dict"),
+        ({"query_embeddings": torch.eye(2).to_sparse()}, TypeError, "query_embeddings must be a dense"),
+        ({"corpus_embeddings": torch.ones(3, 2).to_sparse()}, TypeError, "corpus_embeddings must be a dense"),
+        (
+            {"query_embeddings": torch.eye(2, device="meta")},
+            ValueError,
+            "query_embeddings is on the meta device",
+        ),
     ],
 )
 def test_bad_inputs_are_refused(change, error, message):

@@ -27,6 +27,7 @@ import torch
 
 from ..kernels import check_ties
 from ..kernels.backend import host_tuned
+from ..kernels.inputs import check_readable
 from .filtering import Pending, filter_chunk
 from .running import RunningTop
 
@@ -225,6 +226,8 @@ def _scorer(queries, items, num_items):
             f"items must have the queries' dtype and device ({queries.dtype}, {device}), "
             f"got {items.dtype} on {items.device}."
         )
+    check_readable("queries", queries)
+    check_readable("items", items)
     if num_items is not None and num_items != items.shape[0]:
         raise ValueError(f"num_items={num_items!r} disagrees with items' {items.shape[0]} rows.")
 

@@ -67,7 +67,7 @@ def check_inputs(y_pred: object, y: object, *, nan: bool = True) -> None:
     for name, value in (("y_pred", y_pred), ("y", y)):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of shape (batch, num_items), got {type(value)}.")
-        _check_readable(name, value)
+        check_readable(name, value)
     assert isinstance(y_pred, torch.Tensor) and isinstance(y, torch.Tensor)
     if y_pred.dtype not in _FLOAT_DTYPES:
         raise TypeError(
@@ -159,7 +159,7 @@ def nan_code(codes: torch.Tensor) -> int:
     return 2 if codes.dtype == torch.bool else 1
 
 
-def _check_readable(name: str, value: torch.Tensor) -> None:
+def check_readable(name: str, value: torch.Tensor) -> None:
     """Refuses tensors whose values the kernels cannot read: sparse layouts and the meta device."""
     if value.layout != torch.strided:
         raise TypeError(

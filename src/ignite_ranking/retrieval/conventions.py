@@ -130,7 +130,7 @@ def parse_measures(measures: object) -> list[tuple[str, int]]:
     parsed = []
     for measure in measures:
         family, _, k = str(measure).partition("@")
-        if family not in FAMILIES or not k.isdigit() or int(k) < 1:
+        if family not in FAMILIES or not (k.isascii() and k.isdigit()) or int(k) < 1:
             raise ValueError(
                 f"unknown measure {measure!r}: use family@k with k >= 1 and a family among "
                 f"{', '.join(FAMILIES)}"

@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from .. import catalog
 from ..kernels import Retrieved
+from ..kernels.inputs import check_readable
 from ..metrics import MAP, MRR, NDCG, HitRate, Precision, RankingMetrics, Recall
 from .beir import as_qrels_dict
 from .conventions import CONVENTIONS, Convention, parse_measures
@@ -179,7 +180,7 @@ def evaluate_embeddings(
 
 
 def _convention(convention: object) -> Convention:
-    if convention not in CONVENTIONS:
+    if not isinstance(convention, str) or convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {', '.join(map(repr, CONVENTIONS))}, got {convention!r}")
     return CONVENTIONS[convention]
 
@@ -203,6 +204,7 @@ def _check_embeddings(queries: object, corpus: object, custom: bool) -> None:
     for name, value in (("query_embeddings", queries), ("corpus_embeddings", corpus)):
         if not isinstance(value, torch.Tensor) or value.dim() != 2 or not value.is_floating_point():
             raise ValueError(f"{name} must be a 2-D floating tensor, got {_describe(value)}")
+        check_readable(name, value)
         # A finite sum has no NaN or inf in it (one read, no mask); an overflowing one is checked.
         if not value.sum().isfinite() and not value.isfinite().all():
             raise ValueError(f"{name} contain NaN or infinite values")
