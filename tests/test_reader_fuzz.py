@@ -23,6 +23,7 @@ to 2 MiB (the readers' ``_BLOCK``), so that lines, CRLF pairs and comments strad
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import math
@@ -349,8 +350,9 @@ def test_grades_are_exact_integers(folder, tokens, block):
 
 # The rules of retrieval.read_beir_qrels and retrieval.iter_beir_texts, line by line: UTF-8 lines
 # split at "\n" (one "\r" before it dropped; another refused); blank lines skipped; a qrels line
-# is "query-id<TAB>corpus-id<TAB>grade" (ids not empty, the grade read by int(), as BEIR does;
-# the header skipped on line 1, after a byte order mark if any; a later pair wins); a jsonl line
+# is "query-id<TAB>corpus-id<TAB>grade" as Python's csv reads a line (quoted fields unquoted, as
+# BEIR reads them; ids not empty, the grade read by int(), as BEIR does; the header skipped on
+# line 1, after a byte order mark if any; a later pair wins); a jsonl line
 # is a JSON object whose "_id" is a non-empty str or an int and whose "title" and "text", where
 # present, are str or null.
 
@@ -377,7 +379,7 @@ def beir_qrels_reference(data: bytes) -> dict:
     for number, line in _beir_lines(data):
         if (number == 1 and line.encode() == _BEIR_HEADER) or not line.strip():
             continue
-        fields = line.split("\t")
+        fields = next(csv.reader([line], delimiter="\t"))  # BEIR's reader: quoted fields unquoted
         try:
             assert len(fields) == 3 and fields[0] and fields[1]
             qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])

@@ -6,6 +6,7 @@ relevant document, and identical query and document ids; then the bad inputs."""
 
 from __future__ import annotations
 
+import csv
 import math
 
 import pytest
@@ -248,6 +249,15 @@ def test_beir_readers(tmp_path):
     )
     assert retrieval.evaluate_embeddings(queries, corpus, tmp_path / "bom.tsv", query_ids=["q1", "q2"],
                                          corpus_ids=["d1", "d2"]) == from_path  # fmt: skip
+    # fields quoted as csv.writer quotes them are unquoted, as BEIR's csv.reader does
+    quoted = tmp_path / "quoted.tsv"
+    with open(quoted, "w", newline="", encoding="utf-8") as out:
+        csv.writer(out, delimiter="\t").writerows(
+            [["query-id", "corpus-id", "score"], ["q1", 'a"b', 1], ["q 2", "c\td", 0]]
+        )
+    with open(quoted, newline="", encoding="utf-8") as lines:
+        beir = {row[0]: {row[1]: int(row[2])} for row in list(csv.reader(lines, delimiter="\t"))[1:]}
+    assert retrieval.read_beir_qrels(quoted) == beir == {"q1": {'a"b': 1}, "q 2": {"c\td": 0}}
     # TREC qrels whose first line is not UTF-8: read as TREC, the docno matches no corpus id
     (tmp_path / "latin.qrels").write_bytes(b"q1 0 d\xe9 1\nq1 0 d1 1\nq2 0 d1 2\n")
     latin = retrieval.evaluate_embeddings(queries, corpus, tmp_path / "latin.qrels", query_ids=["q1", "q2"],

@@ -5,6 +5,7 @@ The readers give ids and texts, never a model: encoding the texts is the user's 
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -20,8 +21,11 @@ _BOM = "\ufeff".encode()  # a byte order mark, which BEIR's csv reader skips wit
 
 def read_beir_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """``{query id: {document id: grade}}`` of a BEIR qrels tsv (``query-id corpus-id score``
-    after a header line), ids as ``str``, grades as ``int``; blank lines are skipped, a later
-    line of a pair wins (as in BEIR); a ValueError names the first bad line (``file:line``).
+    after a header line), ids as ``str``, grades as ``int``; blank lines (of white space alone,
+    tabs too) are skipped, a later
+    line of a pair wins and a field quoted as Python's ``csv`` writes it is unquoted (as in
+    BEIR, which reads the file with ``csv.reader``); a ValueError names the first bad line
+    (``file:line``).
 
     Example:
         >>> import tempfile, pathlib
@@ -32,7 +36,7 @@ def read_beir_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """
     qrels: dict[str, dict[str, int]] = {}
     for number, line in _lines(path):
-        fields = line.split("\t")
+        fields = next(csv.reader([line], delimiter="\t")) if '"' in line else line.split("\t")
         if (number == 1 and tuple(fields) == _HEADER) or line.strip() == "":
             continue
         try:
