@@ -983,3 +983,19 @@ def test_statistics_of_another_size_than_the_batch_are_refused_before_any_change
                 with pytest.raises(ValueError, match=f"{argument} holds {NUM_ITEMS} items.*{width} columns"):
                     target.update(bad)
                 _same_state(before, _state(target))
+
+
+def test_intra_list_diversity_is_scale_free_at_any_magnitude():
+    """Regression: float64 rows past 1e154 had an infinite norm (every pair at distance 1) and
+    rows below 1e-154 a norm of 0 (refused as a zero row)."""
+    base = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [3.0, -2.0]], dtype=torch.float64)
+    y_pred, y = torch.tensor([[0.9, 0.8, 0.7, 0.6]]), torch.zeros(1, 4)
+    values = []
+    for scale in (1.0, 2.0**-1070, 2.0**-600, 2.0**600, 2.0**1000):
+        metric = ir.IntraListDiversity([2, 4], base * scale)
+        metric.update((y_pred, y))
+        values.append(metric.compute())
+    assert all(v == values[0] for v in values), values
+    unit = base / base.norm(dim=1, keepdim=True)
+    pairs = [1 - float(unit[i] @ unit[j]) for i in range(4) for j in range(i + 1, 4)]
+    assert values[0] == pytest.approx([1.0, sum(pairs) / len(pairs)], rel=1e-15)

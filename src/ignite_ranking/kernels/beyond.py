@@ -142,13 +142,19 @@ def check_embeddings(item_embeddings: object) -> torch.Tensor:
         raise ValueError(
             f"item_embeddings must be finite (no NaN or inf), got one at item {int((~finite).nonzero()[0])}."
         )
-    norms = torch.linalg.vector_norm(value, dim=1)
-    if not bool((norms > 0).all()):
+    peak = value.abs().amax(dim=1)
+    if not bool((peak > 0).all()):
         raise ValueError(
             f"item_embeddings must have no zero row (its cosine is undefined), got one at item "
-            f"{int((norms == 0).nonzero()[0])}."
+            f"{int((peak == 0).nonzero()[0])}."
         )
-    return value / norms[:, None]
+    # Each row scaled by a power of two that brings its largest entry into [0.5, 1): exact, so the
+    # unit rows are those of value / norm to the bit, and no norm overflows or underflows (rows
+    # past 1e154 or below 1e-154). Two steps: 2**1074 itself is past float64.
+    exponent = torch.frexp(peak).exponent[:, None]
+    half = exponent // 2
+    value = torch.ldexp(torch.ldexp(value, -half), half - exponent)
+    return value / torch.linalg.vector_norm(value, dim=1, keepdim=True)
 
 
 def check_groups(groups: object) -> torch.Tensor:
