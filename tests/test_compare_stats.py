@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
 
-from ignite_ranking.compare import stats
+from ignite_ranking.compare import compare, stats
 
 scipy_stats = pytest.importorskip("scipy.stats")
 multitest = pytest.importorskip("statsmodels.stats.multitest")
@@ -195,3 +196,23 @@ def test_effect_size_is_paired_cohens_d():
 def test_bad_alternative_is_refused():
     with pytest.raises(ValueError, match="alternative must be one of"):
         stats.t_test([1.0, 2.0], [2.0, 3.0], alternative="bigger")
+
+
+def test_differences_equal_but_for_rounding_count_as_equal():
+    """Regression: B = A + 0.1 query by query gave differences 0.1 +- 1e-16 (the rounding of
+    A and B), a t-test p of 1e-47 and a Cohen's d of 2e15, with scipy's precision-loss warning."""
+    a = [0.1, 0.2, 0.3, 0.7]
+    b = [0.2, 0.3, 0.4, 0.8]
+    assert len({y - x for x, y in zip(a, b, strict=True)}) > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = compare({"A": {"m": a}, "B": {"m": b}}, tests=["t-test"])
+    row = report.comparisons[0]
+    assert np.isnan(row.p["t-test"]) and np.isnan(row.effect_size)
+    assert row.ci_t[0] == row.ci_t[1] == pytest.approx(0.1)
+    # a spread just past the rounding is tested, as scipy does
+    b[0] += 8 * stats.ROUNDING
+    expected = scipy_stats.ttest_rel(b, a).pvalue
+    assert stats.t_test(a, b)[0] == expected
+    d = np.subtract(b, a)
+    assert stats.effect_size(d, scale=stats.magnitude(a, b))[0] == d.mean() / d.std(ddof=1)

@@ -239,8 +239,9 @@ def compare(
     for test, values_p in p.items():
         table = values_p.reshape(len(pairs), num_metrics)
         adjusted[test] = np.stack([stats.adjust(table[:, m], correction) for m in range(num_metrics)], axis=1)
-    t_bounds = stats.t_interval(diff, alpha=alpha)
-    effect = stats.effect_size(diff)
+    scale = stats.magnitude(col_a, col_b)
+    t_bounds = stats.t_interval(diff, alpha=alpha, scale=scale)
+    effect = stats.effect_size(diff, scale=scale)
     wins, ties, losses = (diff > 0).sum(axis=0), (diff == 0).sum(axis=0), (diff < 0).sum(axis=0)
 
     comparisons = []

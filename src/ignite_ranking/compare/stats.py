@@ -28,11 +28,13 @@ __all__ = [
     "ALTERNATIVES",
     "CORRECTIONS",
     "EXACT_MAX",
+    "ROUNDING",
     "TESTS",
     "Bootstrap",
     "adjust",
     "bootstrap",
     "effect_size",
+    "magnitude",
     "randomization_test",
     "t_interval",
     "t_test",
@@ -69,11 +71,28 @@ def _as_columns(x) -> np.ndarray:
     return array[:, None] if array.ndim == 1 else array
 
 
+ROUNDING = 2.0**-50
+"""Four units in the last place of float64 (relative): differences ``b - a`` that spread no
+more than this times the largest ``|a|``, ``|b|`` of their column differ by the rounding of the
+values alone (``0.8 - 0.7`` and ``0.2 - 0.1``), and count as all equal."""
+
+
+def _varies(d: np.ndarray, scale: np.ndarray | float) -> np.ndarray:
+    """Per column: whether the differences ``d`` spread past the rounding of values of ``scale``."""
+    return d.max(axis=0) - d.min(axis=0) > ROUNDING * np.asarray(scale)
+
+
+def magnitude(a, b) -> np.ndarray:
+    """Per column, the largest ``|a|`` or ``|b|``: the ``scale`` of :func:`t_interval` and
+    :func:`effect_size` for the differences ``b - a``."""
+    return np.maximum(np.abs(_as_columns(a)).max(axis=0), np.abs(_as_columns(b)).max(axis=0))
+
+
 def t_test(a, b, alternative: str = "two-sided") -> np.ndarray:
     """Paired t-test p-values per column: ``scipy.stats.ttest_rel(b, a)`` (mean of ``b - a`` vs 0).
 
     NaN, without scipy's ``RuntimeWarning``, for a column whose differences are all equal (no
-    spread to test against) and for fewer than two queries.
+    spread to test against; equal within :data:`ROUNDING`) and for fewer than two queries.
 
     Example:
         >>> t_test([0.1, 0.4, 0.3, 0.5], [0.3, 0.5, 0.6, 0.5]).round(4)
@@ -84,21 +103,21 @@ def t_test(a, b, alternative: str = "two-sided") -> np.ndarray:
     out = np.full(a.shape[1], np.nan)
     if a.shape[0] < 2:
         return out
-    d = b - a
-    spread = np.flatnonzero(d.max(axis=0) > d.min(axis=0))
+    spread = np.flatnonzero(_varies(b - a, magnitude(a, b)))
     if spread.size:
         result = _scipy_stats().ttest_rel(b[:, spread], a[:, spread], axis=0, alternative=alternative)
         out[spread] = np.atleast_1d(np.asarray(result.pvalue, dtype=np.float64))
     return out
 
 
-def t_interval(d, alpha: float = 0.05) -> np.ndarray:
+def t_interval(d, alpha: float = 0.05, scale: np.ndarray | float = 0.0) -> np.ndarray:
     """Student's t-interval of the mean of each column of ``d``: ``(2, columns)`` bounds.
 
     ``scipy.stats.t.interval(1 - alpha, n - 1, loc=mean, scale=scipy.stats.sem(column))``, the
     standard error being ``sd / sqrt(n)`` with ``sd`` the standard deviation (ddof 1) of the
     ``n`` rows: the confidence interval that goes with the paired t-test. A column without
-    spread gets the point ``[mean, mean]``; fewer than two rows give NaN.
+    spread (none past :data:`ROUNDING` times ``scale``, the :func:`magnitude` of the values
+    whose differences ``d`` are) gets the point ``[mean, mean]``; fewer than two rows give NaN.
 
     Example:
         >>> t_interval([0.2, 0.1, 0.3, 0.0, 0.2, 0.4]).round(4).ravel().tolist()
@@ -112,11 +131,11 @@ def t_interval(d, alpha: float = 0.05) -> np.ndarray:
     stats = _scipy_stats()
     rows = np.ascontiguousarray(d.T)  # one contiguous row per column: the sums of a 1-D array
     mean = rows.mean(axis=1)
-    scale = stats.sem(rows, axis=1)
-    spread = scale > 0
+    sem = stats.sem(rows, axis=1)
+    spread = (sem > 0) & _varies(d, scale)
     out[:, ~spread] = mean[~spread]
     if spread.any():
-        low, high = stats.t.interval(1 - alpha, n - 1, loc=mean[spread], scale=scale[spread])
+        low, high = stats.t.interval(1 - alpha, n - 1, loc=mean[spread], scale=sem[spread])
         out[0, spread], out[1, spread] = low, high
     return out
 
@@ -316,10 +335,11 @@ def bootstrap(
     return Bootstrap(p_value=p_value, percentile=percentile, bca=bca)
 
 
-def effect_size(d) -> np.ndarray:
+def effect_size(d, scale: np.ndarray | float = 0.0) -> np.ndarray:
     """Paired Cohen's d per column: mean difference / standard deviation of the differences (ddof 1).
 
-    NaN when the differences do not vary (or there is one query).
+    NaN when the differences do not vary (none past :data:`ROUNDING` times ``scale``, as for
+    :func:`t_interval`) or there is one query.
 
     Example:
         >>> effect_size([0.1, 0.2, 0.3]).round(3)
@@ -329,8 +349,9 @@ def effect_size(d) -> np.ndarray:
     if d.shape[0] < 2:
         return np.full(d.shape[1], np.nan)
     sd = d.std(axis=0, ddof=1)
+    spread = (sd > 0) & _varies(d, scale)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sd > 0, d.mean(axis=0) / np.where(sd > 0, sd, 1.0), np.nan)
+        return np.where(spread, d.mean(axis=0) / np.where(spread, sd, 1.0), np.nan)
 
 
 def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
