@@ -5,13 +5,17 @@ shards, one of them empty), and bad inputs refused before a wrong number comes o
 from __future__ import annotations
 
 import socket
+import warnings
 
 import pytest
 import torch
 from ignite.engine import Engine, Events
 from ignite.exceptions import NotComputableError
+from ignite.handlers import Checkpoint, DiskSaver
 from retrieval_data import embedding_data
+from torch.utils.data import DataLoader, TensorDataset
 
+from ignite_ranking.distributed import EvaluationSampler
 from ignite_ranking.retrieval import EmbeddingRetrieval, evaluate_embeddings
 
 MEASURES = ["ndcg@10", "mrr@10", "recall@20", "map@100"]
@@ -198,3 +202,42 @@ def test_the_state_round_trips_and_refuses_other_options():
         other.load_state_dict(state)
     with pytest.raises(NotComputableError):
         other.compute()  # the refused load kept nothing
+
+
+class _Preempted(Exception):
+    pass
+
+
+def test_an_evaluation_interrupted_mid_epoch_resumes_exactly(tmp_path):
+    """Regression: the resumed evaluator reset the loaded query batches at its epoch's start and
+    counted only those after the checkpoint (docs/distributed.md, "Resuming")."""
+    queries, _, query_ids, _, _ = _data()
+    data = TensorDataset(queries, torch.arange(len(query_ids)))
+
+    def build(folder=None):
+        loader = DataLoader(data, batch_size=4, sampler=EvaluationSampler(data))
+        evaluator = Engine(lambda engine, batch: (batch[0], [query_ids[i] for i in batch[1].tolist()]))
+        metric = _metric(measures=MEASURES)
+        metric.attach(evaluator, "retrieval")
+        to_save = {"metric": metric, "evaluator": evaluator}
+        if folder is not None:
+            saver = DiskSaver(folder, require_empty=False)
+            checkpoint = Checkpoint(to_save, saver, n_saved=1, filename_pattern="{name}.{ext}")
+            evaluator.add_event_handler(Events.ITERATION_COMPLETED, checkpoint)
+        return loader, evaluator, to_save
+
+    loader, evaluator, _ = build()
+    expected = {key: evaluator.run(loader).metrics[key] for key in MEASURES}
+    loader, evaluator, _ = build(tmp_path)
+    evaluator.add_event_handler(
+        Events.ITERATION_COMPLETED(once=3), lambda engine: (_ for _ in ()).throw(_Preempted)
+    )
+    with pytest.raises(_Preempted):
+        evaluator.run(loader)
+    loader, evaluator, to_save = build(tmp_path)
+    Checkpoint.load_objects(to_save, tmp_path / "checkpoint.pt")
+    assert len(to_save["metric"]._query_ids) == 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metrics = evaluator.run(loader).metrics
+    assert {key: metrics[key] for key in MEASURES} == expected

@@ -196,10 +196,17 @@ def start_epoch(metric, engine: Engine) -> bool:
             f"engine {_RECIPE}, which skips the indices already counted."
         )
     if loaded["batches"] != done:
+        parted = (
+            " On several processes whose shares have unequal batch counts, the processes' iterations "
+            "part after the first epoch and every process loads rank 0's engine state: resume such an "
+            "evaluator only within its first epoch (run it one epoch per run)."
+            if engine.state.epoch > 1 and idist.get_world_size() > 1
+            else ""
+        )
         raise ValueError(
             f"{owner}: the loaded state counts {loaded['batches']} batches of the epoch and the engine "
             f"{done}; save both at the same event, after the metric's update (attach the metric before "
-            "adding the Checkpoint handler to the same event)."
+            f"adding the Checkpoint handler to the same event).{parted}"
         )
     sampler.resume_after(min(done * described["batch_size"], len(sampler)))
     if engine.state.epoch_length != len(data):  # type: ignore[arg-type]

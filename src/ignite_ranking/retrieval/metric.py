@@ -17,15 +17,15 @@ import ignite.distributed as idist
 import torch
 import torch.distributed as dist
 from ignite.exceptions import NotComputableError
-from ignite.metrics import Metric
 
+from ..metrics.attached import EngineMetric
 from ..metrics.state import check_settings
 from .embeddings import evaluate_embeddings
 
 __all__ = ["EmbeddingRetrieval"]
 
 
-class EmbeddingRetrieval(Metric):
+class EmbeddingRetrieval(EngineMetric):
     """Retrieval measures of the query embeddings an evaluator produces, over a whole corpus.
 
     Args:
@@ -47,6 +47,9 @@ class EmbeddingRetrieval(Metric):
     the metric's name. ``compute()`` before any query batch raises ``NotComputableError``; a
     refused batch keeps nothing; ``state_dict()`` holds the query embeddings and ids seen so far
     (on the CPU) and the options, and ``load_state_dict()`` refuses a state saved under others.
+    As the ranking metrics, a state saved during an evaluator's epoch resumes it exactly
+    (``Checkpoint.load_objects`` of the metric and the evaluator, data read through an
+    :class:`~ignite_ranking.distributed.EvaluationSampler`; see :doc:`/distributed`).
 
     Example:
         >>> import torch
@@ -87,9 +90,14 @@ class EmbeddingRetrieval(Metric):
         self._corpus_loader, self._encode, self._qrels, self._options = corpus, encode, qrels, options
         super().__init__(output_transform=output_transform, device=device)
 
+    # What EngineMetric reads of a ranking metric: one result (a dict) under the metric's name.
+    top_k = None
+    confidence = None
+
     def reset(self) -> None:
         self._queries: list[torch.Tensor] = []
         self._query_ids: list = []
+        self._forget_loaded_state()
 
     def update(self, output) -> None:
         """Keeps a batch of query embeddings and their ids; a refused batch keeps nothing."""
