@@ -64,6 +64,16 @@ def test_a_relevant_negative_grade_does_not_lift_ndcg_above_one():
         assert metric.compute()[0] == pytest.approx(1.0, rel=1e-15)
 
 
+def test_a_negative_ideal_dcg_scores_zero():
+    """Only negative grades relevant (threshold -3, linear gains -1 and -2): IDCG < 0, and the
+    query scores 0 (docs/metrics/ndcg.md), not DCG / IDCG of two negative sums."""
+    y_pred, y = torch.tensor([[0.9, 0.5]]), torch.tensor([[-1, -2]])
+    assert F.ndcg(y_pred, y, [1, 2], -3, "linear_rank").tolist() == [[0.0, 0.0]]
+    metric = NDCG([1, 2], relevance_threshold=-3, gain_function="linear_rank")
+    metric.update((y_pred, y))
+    assert metric.compute() == [0.0, 0.0]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ties", ["first", "last", "optimistic", "average"])
 @pytest.mark.parametrize("gain_function", GAINS)

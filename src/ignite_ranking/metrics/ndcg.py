@@ -33,9 +33,9 @@ class NDCG(RankingMetric):
     :math:`g_i` is the gain of the item at rank i: ``2**label - 1`` (``"exp_rank"``, Burges et al.
     2005) or ``label`` (``"linear_rank"``, Järvelin and Kekäläinen 2002) for a relevant item, 0
     otherwise. IDCG@k is the DCG@k of the row's own labels in descending order. Gains are computed
-    in float64, so large grades in float16 inputs do not overflow. A query whose IDCG is 0 scores
-    0. Arguments and defaults follow :class:`ignite.metrics.NDCG`, plus ``ties`` as in
-    :class:`~ignite_ranking.MRR`.
+    in float64, so large grades in float16 inputs do not overflow. A query whose IDCG is 0 (or
+    negative: negative linear gains under a threshold below 0) scores 0. Arguments and defaults
+    follow :class:`ignite.metrics.NDCG`, plus ``ties`` as in :class:`~ignite_ranking.MRR`.
 
     Queries without a relevant item are left out of the mean by default (``ignore_zero_hits=True``),
     unlike ranx and trec_eval, which count them as 0: pass ``ignore_zero_hits=False`` for their numbers.

@@ -198,8 +198,8 @@ def start_epoch(metric, engine: Engine) -> bool:
     if loaded["batches"] != done:
         parted = (
             " On several processes whose shares have unequal batch counts, the processes' iterations "
-            "part after the first epoch and every process loads rank 0's engine state: resume such an "
-            "evaluator only within its first epoch (run it one epoch per run)."
+            "part after the first epoch and every process loads rank 0's engine state: run such an "
+            "evaluator one epoch per run."
             if engine.state.epoch > 1 and idist.get_world_size() > 1
             else ""
         )
