@@ -34,10 +34,11 @@ def _check_p(p: float) -> float:
 
 
 def _weights(depth: int, p: float, device: torch.device) -> torch.Tensor:
-    """``p**(i - 1)`` for the ranks i = 1..depth, float64."""
-    return torch.full((depth,), p, dtype=torch.float64, device=device) ** torch.arange(
-        depth, dtype=torch.float64, device=device
-    )
+    """``p**(i - 1)`` for the ranks i = 1..depth, float64, each the one before times ``p`` (as
+    trec_eval's loops take them: a power computed at once can differ in its last bit)."""
+    steps = torch.full((depth,), p, dtype=torch.float64, device=device)
+    steps[:1] = 1.0
+    return steps.cumprod(dim=0)
 
 
 def rank_biased_precision(
@@ -87,7 +88,8 @@ def rbp_residual(ranked: RankedBatch, cutoffs: Sequence[int], p: float = 0.9) ->
     any_unjudged = sum_to_cutoffs(unjudged, cutoffs) > 0
     ks = torch.tensor(cutoffs, dtype=torch.float64, device=device)
     shown = torch.minimum(ks[None, :], retrieved_counts(ranked)[:, None])
-    return torch.where(any_unjudged, p**shown + open_weight, torch.zeros_like(open_weight))
+    beyond = _weights(ranked.depth + 1, p, device)[shown.long()]  # p**shown, as trec_eval's loop
+    return torch.where(any_unjudged, beyond + open_weight, torch.zeros_like(open_weight))
 
 
 def _stop_probability(labels: torch.Tensor, relevant: torch.Tensor, max_grade: float) -> torch.Tensor:

@@ -256,7 +256,8 @@ def extra_values(
     if family == "iprec_at_recall":
         values = _interpolated(lists, params[0])
     elif family == "11pt_avg":
-        values = _c_nan(sum(_interpolated(lists, point) for point in params) / len(params))
+        # added from the last point to the first, as m_11pt_avg.c does (the sum's last bits)
+        values = _c_nan(sum(_interpolated(lists, point) for point in reversed(params)) / len(params))
     elif family == "Rprec_mult":
         cut = np.floor(params[0] * lists.num_relevant + 0.9)
         found = np.pad(lists.found, ((0, 0), (1, 0)))
