@@ -249,3 +249,42 @@ def test_a_bad_update_raises_what_ignite_raises(ours, theirs, output):
     error = _raised(lambda: ours(top_k=[1]).update(output))
     assert isinstance(expected, (ValueError, TypeError)), expected
     assert isinstance(error, type(expected)), (error, expected)
+
+
+def test_a_dense_row_of_ignored_items_alone_is_no_query():
+    """Regression: such a row counted as a query without a relevant item (0 under "neg", 1
+    under "pos", refused under "error"); the flat form has no such query."""
+    y_pred = torch.tensor([[0.2, 0.9], [0.8, 0.1], [0.3, 0.4]])
+    y = torch.tensor([[1, 0], [-100, -100], [0, 1]])
+    flat = (y_pred.reshape(-1), y.reshape(-1), torch.arange(3).repeat_interleave(2))
+    for action in ("neg", "pos", "error", "skip"):
+        dense_metric, flat_metric = (MRR(10, ignore_index=-100, empty_target_action=action) for _ in range(2))
+        dense_metric.update((y_pred, y))
+        flat_metric.update(flat)
+        assert dense_metric.compute() == flat_metric.compute() == [0.75], action
+
+
+def test_retrieved_without_scores_leaves_out_the_ignored_items():
+    """Regression: without scores the ignored item kept its rank, so the items below it ranked
+    one lower than in the dense, flat and scored forms."""
+    labels = torch.tensor([[-100, 0, 1]])
+    forms = [
+        (torch.tensor([[0.9, 0.5, 0.1]]), labels),
+        ir.Retrieved(torch.tensor([[0, 1, 2]]), torch.tensor([[0, 1, 2]]), grades=labels),
+        ir.Retrieved(torch.tensor([[2, 0, 1]]), torch.tensor([[0, 1, 2]]), grades=labels,
+                     scores=torch.tensor([[0.1, 0.9, 0.5]])),
+        ir.Retrieved(torch.tensor([[0, 1, 2]]), labels.double().to_sparse()),
+    ]  # fmt: skip
+    for batch in forms:
+        metric = MRR(3, ignore_index=-100)
+        metric.update(batch)
+        assert metric.compute() == [0.5]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.uint16, torch.uint32, torch.uint64])
+def test_unsigned_labels_of_updates_without_a_relevant_item(dtype):
+    """Regression: the label notes took amax of uint16/32/64 labels, which CPU torch lacks."""
+    flat, dense = MRR(5), MRR(5, empty_target_action="neg")
+    flat.update((torch.tensor([0.2, 0.9]), torch.tensor([1, 0], dtype=dtype), torch.tensor([3, 3])))
+    dense.update((torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 0]], dtype=dtype)))
+    assert flat.compute() == [0.5] and dense.compute() == [0.0]

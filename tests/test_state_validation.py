@@ -208,11 +208,6 @@ PER_QUERY_CASES = {
         ValueError,
         r"\['_query_values'\] holds 3 per-query rows.*counts 2 queries",
     ),
-    "duplicate-keys": (
-        lambda own: own["_query_keys"].fill_(1),
-        ValueError,
-        r"\['_query_keys'\] must be unique.*\[1\]",
-    ),
     "float-keys": (
         lambda own: own.update(_query_keys=own["_query_keys"].double()),
         TypeError,
@@ -243,7 +238,10 @@ def test_per_query_rows_must_match_the_count(name, case):
     _refused(name, lambda state: _per_query(edit)(name, state), error, match)
 
 
-def test_user_query_ids_load_and_their_repeats_are_refused():
+def test_user_query_ids_load_and_their_repeats_are_refused_by_per_query_values():
+    """Repeated ids are a state that updates make (a flat query id that comes back after its
+    query closed is a new query): it loads, compute() counts each query, and only the per-query
+    values, which could not tell them apart, are refused."""
     metric = MRR([3], per_query=True)
     metric.update((Y_PRED, Y, {"query_ids": [40, 7, 12]}))
     restored = MRR([3], per_query=True)
@@ -251,9 +249,29 @@ def test_user_query_ids_load_and_their_repeats_are_refused():
     assert restored.per_query_values().keys.tolist() == [7, 12, 40]
     saved = metric.state_dict()
     _top(saved)["_query_keys"][0] = 7
-    with pytest.raises(ValueError, match=r"must be unique.*\[7\]"):
-        restored.load_state_dict(saved)
-    assert restored.per_query_values().keys.tolist() == [7, 12, 40]
+    restored.load_state_dict(saved)
+    assert restored.compute() == metric.compute()
+    with pytest.raises(ValueError, match=r"unique across updates and processes; \[7\] came more than once"):
+        restored.per_query_values()
+
+
+def test_a_flat_query_id_that_comes_back_is_a_new_query_with_per_query_values():
+    """Regression: with per_query=True, a flat id that came back after its query closed made
+    compute() and every later load refuse the metric for good."""
+    stream = [
+        (torch.tensor([0.2, 0.9, 0.4]), torch.tensor([1, 0, 1]), torch.tensor([5, 5, 6])),
+        (torch.tensor([0.3, 0.8]), torch.tensor([1, 1]), torch.tensor([7, 5])),  # 5 again
+    ]
+    kept, plain = MRR([3], per_query=True), MRR([3])
+    for metric in (kept, plain):
+        for batch in stream:
+            metric.update(batch)
+    assert kept.compute() == plain.compute() == [0.875]
+    reloaded = MRR([3], per_query=True)
+    reloaded.load_state_dict(kept.state_dict())
+    assert reloaded.compute() == [0.875]
+    with pytest.raises(ValueError, match=r"\[5\] came more than once"):
+        kept.per_query_values()
 
 
 def test_a_group_checks_every_member_before_it_loads_any():

@@ -224,7 +224,10 @@ def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) ->
     """A checked dense batch: the ranking kernel, or lists when items are to be left out."""
     if ranking.ignore_index is not None and bool((y == ranking.ignore_index).any()):
         refuse_nan(y_pred, y)
-        return _from_candidates(_dense_candidates(y_pred, y, ranking.ignore_index), ranking)
+        # A row whose items are all ignored is no query, as a flat query left without rows.
+        rows = (y != ranking.ignore_index).any(dim=1).nonzero().squeeze(1)
+        candidates = _dense_candidates(y_pred[rows], y[rows], ranking.ignore_index)
+        return Normalized(rank_candidates(candidates, ranking), rows)
     rows = constants.arange(0, y_pred.shape[0], 1, torch.int64, y_pred.device)
     ranked = rank_batch(
         y_pred,

@@ -393,6 +393,11 @@ def _retrieved_candidates(r, ranking: Ranking, where: _QueryNames = _QueryNames(
         else:
             judged_labels = torch.where(dropped, nan, judged_labels)
     labels = torch.where(valid, labels, torch.zeros_like(labels))
+    if ignore_index is not None and scores is None:
+        # Without scores the order is the ranking: the ignored items leave their places to the
+        # items below them, as they do in the flat and dense forms (a stable sort, valid first).
+        keep = (~valid).to(torch.uint8).argsort(dim=1, stable=True)
+        ids, labels, valid, found = (t.gather(1, keep) for t in (ids, labels, valid, found))
     # Ids that ascend along every row spare the ranking a sort by id.
     c = _Candidates(
         scores, ids, labels, valid, judged_rows, judged_labels, ascending(), found & valid, num_items

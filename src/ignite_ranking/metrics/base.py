@@ -38,7 +38,15 @@ from .options import (
     given_options,
     refuse_empty_rows,
 )
-from .per_query import PerQuery, aggregate, flat_ids, gather_per_query, keep_per_query, query_keys
+from .per_query import (
+    PerQuery,
+    aggregate,
+    flat_ids,
+    gather_per_query,
+    keep_per_query,
+    query_keys,
+    refuse_repeated_keys,
+)
 from .readout import means_of, reduced_state
 from .refusal import DeferredRefusal, accumulate_or_refuse
 from .state import (
@@ -464,7 +472,10 @@ class RankingMetric(EngineMetric):
             raise ValueError(
                 f"{type(self).__name__} keeps per-query values only when created with per_query=True."
             )
-        return self._gather()
+        gathered = self._gather()
+        if self._user_keys:
+            refuse_repeated_keys(gathered.keys)
+        return gathered
 
     def _gather(self) -> PerQuery:
         """The kept per-query values of every process (a collective), gathered once per state."""

@@ -29,6 +29,7 @@ from ..kernels.inputs import comparable_labels
 
 __all__ = ["FractionalLabelWarning", "LabelNotes"]
 
+_WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
 _SAMPLE = 2**16  # labels of the first update read for the fractional-label check, at most
 
 
@@ -108,6 +109,8 @@ class LabelNotes:
         if host_tuned(labels) and bool(ranked.num_relevant.any()):
             return
         below = constants.scalar(-math.inf, torch.float64, labels.device)
+        if labels.dtype in _WIDE_UNSIGNED:  # no amax for them on CPU; accepted ones are below 2**63
+            labels = labels.to(torch.int64)
         self.largest = torch.maximum(
             below if self.largest is None else self.largest, labels.amax()
         )  # float64

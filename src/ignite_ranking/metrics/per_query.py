@@ -26,6 +26,7 @@ __all__ = [
     "gather_per_query",
     "keep_per_query",
     "query_keys",
+    "refuse_repeated_keys",
 ]
 
 
@@ -125,14 +126,20 @@ def gather_per_query(
     if user_keys:
         local_keys, order = torch.sort(local_keys, stable=True)
         local_values = local_values[order]
-        repeated = local_keys[1:] == local_keys[:-1]
-        if repeated.any():
-            shown = local_keys[1:][repeated].unique()[:5].tolist()
-            raise ValueError(
-                f"query_ids must be unique across updates and processes; {shown} came more than once "
-                "(a DistributedSampler pads its last batches with repeats: drop them or use drop_last)"
-            )
     return local_keys, local_values
+
+
+def refuse_repeated_keys(keys: torch.Tensor) -> None:
+    """Refuses per-query values whose (sorted) ids repeat: they would not say which query is which."""
+    repeated = keys[1:] == keys[:-1]
+    if repeated.any():
+        shown = keys[1:][repeated].unique()[:5].tolist()
+        raise ValueError(
+            f"per-query values need query ids that are unique across updates and processes; {shown} "
+            "came more than once, so their values cannot be told apart (compute() counts each as a "
+            "query). A flat query id that comes back after its query closed is a new query; a "
+            "DistributedSampler pads its last batches with repeats: drop them or use drop_last."
+        )
 
 
 def keep_per_query(

@@ -195,13 +195,6 @@ def loaded_per_query(
             f"state_dict['_query_keys'] are arrival indices (state_dict['_user_keys'] is False): they "
             f"must lie in [0, {arrived}), got [{int(keys.min())}, {int(keys.max())}]."
         )
-    distinct = keys.unique()
-    if distinct.numel() != rows:
-        repeated = distinct[torch.bincount(torch.searchsorted(distinct, keys)) > 1][:5].tolist()
-        raise ValueError(
-            f"state_dict['_query_keys'] must be unique (compute() refuses repeated query ids); "
-            f"{repeated} come more than once."
-        )
     return PerQueryState(values.detach().to(torch.float64).clone(), keys.detach().clone(), arrived, user_keys)
 
 
