@@ -195,6 +195,13 @@ def loaded_per_query(
             f"state_dict['_query_keys'] are arrival indices (state_dict['_user_keys'] is False): they "
             f"must lie in [0, {arrived}), got [{int(keys.min())}, {int(keys.max())}]."
         )
+    distinct = keys.unique()
+    if user_keys is False and distinct.numel() != rows:  # given ids may repeat; arrivals never do
+        repeated = distinct[torch.bincount(torch.searchsorted(distinct, keys)) > 1][:5].tolist()
+        raise ValueError(
+            f"state_dict['_query_keys'] are arrival indices (state_dict['_user_keys'] is False), one "
+            f"per query: {repeated} come more than once."
+        )
     return PerQueryState(values.detach().to(torch.float64).clone(), keys.detach().clone(), arrived, user_keys)
 
 
