@@ -450,10 +450,10 @@ def test_documents_join_whatever_the_widths_of_the_two_files(tmp_path, run_extra
     }
 
 
-def _trec_eval_loops(grades, num_rel, p=0.9, points=tuple(i / 10 for i in range(11))):
-    """rbp_resid and 11pt_avg of one query as trec_eval 10's C loops compute them, operation by
-    operation (m_rbp_resid.c, m_11pt_avg.c): ``grades`` in rank order (-1: pooled, unjudged;
-    None: not in the qrels), relevance at grade >= 1."""
+def _trec_eval_loops(grades, num_rel, num_nonrel, p=0.9, points=tuple(i / 10 for i in range(11))):
+    """rbp_resid, 11pt_avg and bpref of one query as trec_eval 10's C loops compute them,
+    operation by operation (m_rbp_resid.c, m_11pt_avg.c, m_bpref.c): ``grades`` in rank order
+    (-1: pooled, unjudged; None: not in the qrels), relevance at grade >= 1."""
     unjudged, cur, total = 0, 1.0, 0.0
     for grade in grades:
         if grade is None or grade < 0:
@@ -481,13 +481,27 @@ def _trec_eval_loops(grades, num_rel, p=0.9, points=tuple(i / 10 for i in range(
     while current >= 0:
         summed += best
         current -= 1
-    return resid, summed / len(points)
+    return resid, summed / len(points), _bpref_loop(grades, num_rel, num_nonrel)
 
 
-def test_rbp_resid_and_11pt_avg_take_trec_eval_operations_to_the_bit(tmp_path):
-    """Regression: p**n at once and the 11 points added from the first made the last bits differ
-    from trec_eval's loops, which flipped a printed mean that fell halfway (trec_eval printed
-    rbp_resid 0.4231 and 11pt_avg 0.4187 where ours printed 0.4230 and 0.4188)."""
+def _bpref_loop(grades, num_rel, num_nonrel):
+    """m_bpref.c's loop: terms added rank by rank, unjudged and unpooled documents skipped."""
+    nonrel_so_far, total = 0, 0.0
+    for grade in grades:
+        if grade is None or grade < 0:
+            continue
+        if grade < 1:
+            nonrel_so_far += 1
+        else:
+            total += 1.0 - min(nonrel_so_far, num_rel) / min(num_nonrel, num_rel) if nonrel_so_far else 1.0
+    return total / num_rel if num_rel else total
+
+
+def test_rbp_resid_11pt_avg_and_bpref_take_trec_eval_operations_to_the_bit(tmp_path):
+    """Regression: p**n at once, the 11 points added from the first and bpref's terms summed
+    pairwise made the last bits differ from trec_eval's loops, which flipped printed values that
+    fell halfway (trec_eval printed rbp_resid 0.4231, 11pt_avg 0.4187 and bpref 0.3938 where ours
+    printed 0.4230, 0.4188 and 0.3937)."""
     rng = np.random.default_rng(11)
     qrels_lines, run_lines, truth = [], [], {}
     for q in range(40):
@@ -497,12 +511,12 @@ def test_rbp_resid_and_11pt_avg_take_trec_eval_operations_to_the_bit(tmp_path):
         qrels_lines += [f"q{q} 0 {d} {g}\n" for d, g in judged.items()]
         order = rng.permutation(len(docs))
         run_lines += [f"q{q} Q0 {docs[j]} {r} {len(docs) - r} t\n" for r, j in enumerate(order)]
-        truth[f"q{q}"] = ([judged.get(docs[j]) for j in order], sum(g >= 1 for g in judged.values()))
+        grades = [judged.get(docs[j]) for j in order]
+        truth[f"q{q}"] = (grades, sum(g >= 1 for g in judged.values()), sum(g == 0 for g in judged.values()))
     (tmp_path / "qrels").write_text("".join(qrels_lines))
     (tmp_path / "run").write_text("".join(run_lines))
-    result = evaluate(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"), ["rbp_resid", "11pt_avg"])
-    per_query = result.per_query()
-    for query, (grades, num_rel) in truth.items():
-        resid, eleven = _trec_eval_loops(grades, num_rel)
-        assert per_query[query]["rbp_resid"] == resid, query
-        assert per_query[query]["11pt_avg"] == eleven, query
+    measures = ["rbp_resid", "11pt_avg", "bpref"]
+    per_query = evaluate(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"), measures).per_query()
+    for query, (grades, num_rel, num_nonrel) in truth.items():
+        expected = dict(zip(measures, _trec_eval_loops(grades, num_rel, num_nonrel), strict=True))
+        assert {m: per_query[query][m] for m in measures} == expected, query
