@@ -520,3 +520,16 @@ def test_rbp_resid_11pt_avg_and_bpref_take_trec_eval_operations_to_the_bit(tmp_p
     for query, (grades, num_rel, num_nonrel) in truth.items():
         expected = dict(zip(measures, _trec_eval_loops(grades, num_rel, num_nonrel), strict=True))
         assert {m: per_query[query][m] for m in measures} == expected, query
+
+
+def test_iprec_at_recall_follows_trec_eval_10_where_pytrec_eval_differs():
+    """docs/trec.md: the lround(x*R)-th relevant document (trec_eval 10) where pytrec_eval (trec_eval
+    9.x) takes the first rank whose recall reaches x. R = 4, relevant at ranks 1, 5, 7, 10."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = {"q": {"r1": 1, "r2": 1, "r3": 1, "r4": 1}}
+    ranking = ["r1", "n1", "n2", "n3", "r2", "n4", "r3", "n5", "n6", "r4"]
+    run = {"q": {d: float(len(ranking) - i) for i, d in enumerate(ranking)}}
+    ours = evaluate(qrels, run, ["iprec_at_recall.0.3,0.8"], score_precision="float32").per_query()["q"]
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"}).evaluate(run)["q"]
+    assert ours == {"iprec_at_recall_0.30": 1.0, "iprec_at_recall_0.80": 3 / 7}  # trec_eval 10's
+    assert (theirs["iprec_at_recall_0.30"], theirs["iprec_at_recall_0.80"]) == (3 / 7, 0.4)
