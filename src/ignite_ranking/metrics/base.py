@@ -27,12 +27,8 @@ from .cutoff_tail import cutoff_ks, spread_tail, tail_start, tail_sums
 from .intervals import bounds_by_name, t_intervals
 from .label_notes import LabelNotes
 from .options import (
-    AGGREGATIONS,
-    EMPTY_TARGET_ACTIONS,
     OPTION_DEFAULTS,
     RankingOptions,
-    check_aggregation,
-    check_empty_target_action,
     checked_settings,
     documented_signature,
     given_options,
@@ -63,17 +59,7 @@ from .state import (
 if TYPE_CHECKING:
     from .options import Unpack
 
-__all__ = [
-    "AGGREGATIONS",
-    "EMPTY_TARGET_ACTIONS",
-    "RankingMetric",
-    "bounds_by_name",
-    "check_aggregation",
-    "check_empty_target_action",
-    "flat_ids",
-    "normalize_judged",
-    "ranking_of",
-]
+__all__ = ["RankingMetric", "ranking_of"]
 _WHOLE_ROW = sys.maxsize // 2  # a depth that makes the kernel rank every item of a row
 
 
