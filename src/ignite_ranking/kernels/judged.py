@@ -173,7 +173,10 @@ def bpref(ranked: RankedBatch) -> torch.Tensor:
     denominator = torch.minimum(n, r)
     safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
     term = torch.where(above > 0, 1.0 - torch.minimum(above, r) / safe, torch.ones_like(above))
-    total = torch.where(relevant, term, torch.zeros_like(term)).sum(dim=1, keepdim=True)
+    # Added rank by rank (a sequential cumulative sum), as trec_eval adds its terms: a pairwise
+    # sum can differ in the last bit, and a printed value at a half then rounds the other way.
+    terms = torch.where(relevant, term, torch.zeros_like(term))
+    total = terms.cumsum(dim=1)[:, -1:] if terms.shape[1] else terms.new_zeros(terms.shape[0], 1)
     return torch.where(r > 0, total / torch.where(r > 0, r, torch.ones_like(r)), torch.zeros_like(total))
 
 
