@@ -291,6 +291,8 @@ def test_bad_callable_scorers_are_refused(method: str) -> None:
     nan[1, 3] = math.nan
     with pytest.raises(ValueError, match="NaN"):
         catalog.top_k(queries, lambda a, b: nan[:, a:b], 1, num_items=5, chunk_size=2)
+    with pytest.raises(ValueError, match="NaN"):  # also at an excluded item, on every path
+        catalog.top_k(queries, lambda a, b: nan[:, a:b], 1, num_items=5, exclude=torch.tensor([[-1], [3]]))
 
 
 def test_full_catalog_example_learns() -> None:

@@ -19,7 +19,7 @@ import torch
 from ignite.exceptions import NotComputableError
 from reference import METRIC_NAMES, build_metric, list_values
 
-from ignite_ranking import MRR, NDCG, RankingMetrics, Retrieved
+from ignite_ranking import AUC, MRR, NDCG, Bpref, RankingMetrics, Retrieved
 from ignite_ranking import functional as F
 
 POLICIES = ("first", "last", "optimistic", "pessimistic", "average")
@@ -712,3 +712,41 @@ def test_the_forms_modules_import_downwards_only():
         assert not reaches(module, module), module
     assert {"sources", "candidates"} <= graph["forms"] and "candidates" in graph["sources"]
     assert "forms" in graph["held"]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "ignore_index", "label"),
+    [
+        (torch.uint8, -1, 255),  # torch's y == -1 wraps -1 to 255
+        (torch.uint8, 256, 0),  # and 256 to 0
+        (torch.int8, 2**40, 0),
+        (torch.float16, 2049, 2048),  # and rounds 2049 to 2048
+        (torch.bfloat16, 257, 256),
+        (torch.float32, 2**24 + 1, 2**24),
+        (torch.float64, 2**53 + 1, 2**53),
+    ],
+)
+def test_ignore_index_that_no_label_of_the_dtype_holds_leaves_nothing_out(dtype, ignore_index, label):
+    """Regression: the labels were compared with ignore_index cast to their dtype (wrapped or
+    rounded), so items of another label were dropped; the result must equal the same labels
+    with no ignore_index, in every form."""
+    scores = torch.tensor([[0.9, 0.8, 0.1, 0.4], [0.3, 0.2, 0.9, 0.5]])
+    labels = torch.tensor([[label, 0, 1, 0], [0, 1, label, 0]], dtype=torch.float64).to(dtype)
+
+    def group(form, **kwargs):
+        members = {"mrr": MRR([1, 3], **kwargs), "ndcg": NDCG([3], **kwargs), "bpref": Bpref(**kwargs)}
+        if form != "retrieved":  # AUC reads every item's score
+            members["auc"] = AUC(**kwargs)
+        return RankingMetrics(members)
+
+    ids = torch.tensor([[0, 1, 2, 3], [2, 3, 0, 1]])
+    forms = {
+        "dense": (scores, labels),
+        "flat": (scores.flatten(), labels.flatten(), torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])),
+        "retrieved": Retrieved(ids, ids.clone(), scores.gather(1, ids), grades=labels.gather(1, ids)),
+    }
+    for form, output in forms.items():
+        expected, metric = group(form), group(form, ignore_index=ignore_index)
+        expected.update(output)
+        metric.update(output)
+        assert metric.compute() == expected.compute(), form

@@ -355,6 +355,7 @@ def _chunk_top_k(scores, start, ex_rows, ex_cols, state: RunningTop) -> None:
     if ex_rows is not None:
         valid = torch.ones_like(scores, dtype=torch.bool)
         valid[ex_rows, ex_cols] = False
+        state.nan |= scores[ex_rows, ex_cols].isnan().any()  # refused too, as on the host path
         scores = scores.masked_fill(~valid, -math.inf)
     depth = min(state.depth, width)
     values = scores.topk(depth, dim=1).values

@@ -38,7 +38,7 @@ from . import constants
 from .batch import RankedBatch
 from .candidates import Ranking, _Candidates, _TopItems, rank_candidates
 from .from_dicts import id_tensors
-from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs, refuse_nan
+from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES, ArgumentTypeError, check_inputs, equal_to, refuse_nan
 from .ranking import rank_batch
 from .sources import (
     _dense_candidates,
@@ -222,10 +222,11 @@ def normalize(
 
 def _normalize_dense(y_pred: torch.Tensor, y: torch.Tensor, ranking: Ranking) -> Normalized:
     """A checked dense batch: the ranking kernel, or lists when items are to be left out."""
-    if ranking.ignore_index is not None and bool((y == ranking.ignore_index).any()):
+    ignored = None if ranking.ignore_index is None else equal_to(y, ranking.ignore_index)
+    if ignored is not None and bool(ignored.any()):
         refuse_nan(y_pred, y)
         # A row whose items are all ignored is no query, as a flat query left without rows.
-        rows = (y != ranking.ignore_index).any(dim=1).nonzero().squeeze(1)
+        rows = (~ignored).any(dim=1).nonzero().squeeze(1)
         candidates = _dense_candidates(y_pred[rows], y[rows], ranking.ignore_index)
         return Normalized(rank_candidates(candidates, ranking), rows)
     rows = constants.arange(0, y_pred.shape[0], 1, torch.int64, y_pred.device)
@@ -273,7 +274,7 @@ def _from_candidates(candidates: _Candidates | _TopItems, ranking: Ranking) -> N
 def _normalize_flat(output: Sequence, ranking: Ranking, held: FlatRows | None, hold_last: bool) -> Normalized:
     rows = check_flat(*output)
     if ranking.ignore_index is not None:
-        rows = rows.select(rows.target != ranking.ignore_index)
+        rows = rows.select(~equal_to(rows.target, ranking.ignore_index))
     if held is not None and len(held):
         rows = held.cat(rows)
     return _normalize_flat_rows(rows, ranking, hold_last)

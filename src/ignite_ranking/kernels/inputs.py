@@ -19,6 +19,7 @@ __all__ = [
     "check_threshold",
     "comparable_labels",
     "count_relevant",
+    "equal_to",
     "nan_code",
     "nan_rows",
     "normalize_top_k",
@@ -192,6 +193,31 @@ def comparable_labels(y: torch.Tensor, relevance_threshold: float) -> tuple[torc
     if relevance_threshold > info.max:
         return labels.to(torch.float64), math.inf  # nothing is
     return labels, math.ceil(relevance_threshold)
+
+
+def equal_to(y: torch.Tensor, value: int) -> torch.Tensor:
+    """``(y == value)`` as numbers (``ignore_index``'s test): all False where no value of ``y``'s
+    dtype equals ``value`` (-1 or 256 for uint8 labels, 2**24 + 1 for float32), where torch's
+    ``y == value`` would compare with ``value`` cast to the dtype, wrapped or rounded."""
+    if not _holds(y.dtype, value):
+        return torch.zeros_like(y, dtype=torch.bool)
+    return y == value
+
+
+@functools.lru_cache(maxsize=64)
+def _holds(dtype: torch.dtype, value: int) -> bool:
+    """Whether ``dtype`` stores the integer ``value`` exactly (worked out on the host)."""
+    if dtype == torch.bool:
+        return value in (0, 1)
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        return info.min <= value <= info.max
+    magnitude = abs(value)
+    if magnitude == 0:
+        return True
+    odd = magnitude >> ((magnitude & -magnitude).bit_length() - 1)  # without its trailing zeros
+    digits = 1 - int(math.log2(torch.finfo(dtype).eps))  # significand bits: 11 for float16
+    return magnitude <= torch.finfo(dtype).max and odd.bit_length() <= digits
 
 
 @functools.lru_cache(maxsize=64)

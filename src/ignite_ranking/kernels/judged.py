@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 
 from .batch import RankedBatch
-from .inputs import comparable_labels
+from .inputs import comparable_labels, equal_to
 
 __all__ = [
     "bpref",
@@ -91,7 +91,7 @@ def mark_judgements(
         if judged is not None:
             below &= judged.to(y.device)
         if ignore_index is not None:
-            below &= y != ignore_index
+            below &= ~equal_to(y, ignore_index)
         ranked.num_nonrelevant = below.sum(dim=1).to(torch.float64)
     return ranked
 

@@ -22,7 +22,7 @@ import torch
 from . import constants
 from .backend import host_tuned
 from .candidates import Ranking, _Candidates, _TopItems
-from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES
+from .inputs import _F64, _FLOAT_DTYPES, _LABEL_DTYPES, equal_to
 from .lookup import judged_labels as judged_labels_of
 
 __all__ = ["sparse_entries"]
@@ -32,7 +32,7 @@ def _dense_candidates(y_pred: torch.Tensor, y: torch.Tensor, ignore_index: int) 
     """Dense rows as lists, items labelled ``ignore_index`` left out (of ranking and judgements)."""
     batch, num_items = y.shape
     labels = y.to(_F64)
-    valid = y != ignore_index
+    valid = ~equal_to(y, ignore_index)
     index = torch.arange(num_items, device=y.device).expand(batch, num_items)
     return _Candidates(y_pred.to(_F64), index, labels, valid, index_ascending=True)
 
@@ -369,7 +369,7 @@ def _retrieved_candidates(r, ranking: Ranking, where: _QueryNames = _QueryNames(
         if not host and batch and (ranking.cover_relevant or ids.shape[1] < ranking.depth):
             relevant_judged = judged_labels >= ranking.relevance_threshold
             if ignore_index is not None:
-                relevant_judged &= judged_labels != ignore_index
+                relevant_judged &= ~equal_to(judged_labels, ignore_index)
             per_row = torch.zeros(batch, dtype=torch.int64, device=ids.device)
             most = checks.count(per_row.index_add_(0, judged_rows, relevant_judged.to(torch.int64)).max())
     # Comparing every id with every judged id of its row beats a sorted join for a few of them.
@@ -386,8 +386,8 @@ def _retrieved_candidates(r, ranking: Ranking, where: _QueryNames = _QueryNames(
             rows, ids.clamp(min=0), judged_rows, judged_items, judged_labels, span
         )
     if ignore_index is not None:
-        valid = valid & ~(found & (labels == ignore_index))
-        dropped = judged_labels == ignore_index
+        valid = valid & ~(found & equal_to(labels, ignore_index))
+        dropped = equal_to(judged_labels, ignore_index)
         if host:
             judged_rows, judged_labels = judged_rows[~dropped], judged_labels[~dropped]
         else:
