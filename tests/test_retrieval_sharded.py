@@ -52,6 +52,16 @@ def _call(scenario, rank: int | None, world: int):
     )
 
 
+def _local(rank: int):
+    """Regression: without a group, under torch.distributed, the metrics reduced over every
+    process (each got the mean of all processes' queries) and per_query=True crashed."""
+    queries, corpus, query_ids, corpus_ids, qrels = embedding_data(11, num_queries=40, num_docs=300)
+    mine = slice(7 * rank, 7 * rank + 5 + rank)  # uneven shares of the queries
+    return retrieval.evaluate_embeddings(
+        queries[mine], corpus, qrels, query_ids=query_ids[mine], corpus_ids=corpus_ids, per_query=True
+    )
+
+
 def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
     import torch.distributed as dist
 
@@ -63,6 +73,10 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
         _call(("trec", lambda q, c: q @ c.T, False, False, None, False), rank, world)
     except ValueError as error:
         results.append(str(error))
+    results.append(_local(rank))  # without a group: this process's queries alone, no collective
+    if rank == 0:
+        results.append(_local(rank))  # called on one process only: no wait for the others
+    dist.barrier()
     torch.save(results, f"{out_dir}/rank{rank}.pt")
     dist.destroy_process_group()
 
@@ -94,7 +108,8 @@ def test_every_process_equals_one_process_bitwise(world, tmp_path):
                 process.kill()
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     expected = [_call(scenario, None, 1) for scenario in SCENARIOS]
-    for results in ranks:
+    for rank, results in enumerate(ranks):
         assert results[: len(SCENARIOS)] == expected  # floats compared with ==: bit for bit
-        assert "callable similarity is not sharded" in results[-1]
+        assert "callable similarity is not sharded" in results[len(SCENARIOS)]
+        assert results[len(SCENARIOS) + 1 :] == [_local(rank)] * (2 if rank == 0 else 1)
     assert all(means for means, _ in expected)

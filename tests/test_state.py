@@ -150,6 +150,34 @@ def test_group_refuses_a_member_state_of_other_settings():
         other.load_state_dict(group.state_dict())
 
 
+def test_group_refuses_members_that_keep_other_queries():
+    """Regression: a per_query group loaded members with permuted keys and then paired one
+    member's values with another query."""
+    group = RankingMetrics(mrr=MRR([1]), ndcg=NDCG([3]), per_query=True)
+    y_pred = torch.tensor([[0.9, 0.1, 0.5], [0.1, 0.9, 0.5], [0.5, 0.1, 0.9]])
+    group.update(
+        (y_pred, torch.tensor([[1, 0, 0], [1, 0, 0], [0, 1, 0]]), {"query_ids": torch.tensor([10, 11, 12])})
+    )
+    state = copy.deepcopy(group.state_dict())
+    state["__metric_state_per_rank"][0]["metrics"]["mrr"]["_query_keys"] = torch.tensor([12, 10, 11])
+    fresh = RankingMetrics(mrr=MRR([1]), ndcg=NDCG([3]), per_query=True)
+    before = fresh.state_dict()
+    with pytest.raises(ValueError, match="keeps other queries than metric 'mrr'"):
+        fresh.load_state_dict(state)
+    assert str(fresh.state_dict()) == str(before)
+
+
+def test_load_state_dict_refuses_user_keys_without_per_query():
+    """Only per_query=True takes query_ids: a state of another aggregation saying so is refused
+    (it left the metric refusing every later update)."""
+    metric = Precision([2], aggregation="median")
+    metric.update((torch.tensor([[0.9, 0.1, 0.5]]), torch.tensor([[1, 0, 0]])))
+    state = copy.deepcopy(metric.state_dict())
+    state["__metric_state_per_rank"][0]["_user_keys"] = True
+    with pytest.raises(ValueError, match="only a metric created with per_query=True takes"):
+        Precision([2], aggregation="median").load_state_dict(state)
+
+
 def test_load_state_dict_refuses_missing_keys():
     metric = MRR([1])
     with pytest.raises(ValueError, match="_num_examples"):

@@ -467,8 +467,9 @@ class RankingMetric(EngineMetric):
         """The kept per-query values of every process (a collective), gathered once per state."""
         if self._gathered is None:
             keys, values = gather_per_query(
-                self._query_values, self._query_keys, self._queries_arrived, self._user_keys, self.num_values
-            )
+                self._query_values, self._query_keys, self._queries_arrived, self._user_keys, self.num_values,
+                self._local,
+            )  # fmt: skip
             self._gathered = PerQuery(keys, {name: values[:, i] for i, name in enumerate(self.value_names)})
         return self._gathered
 
@@ -481,6 +482,7 @@ class RankingMetric(EngineMetric):
         return means_of(self, self._reduced_state().tolist())
 
     _reduced_state = reduced_state  # the sums, count and refusal record, reduced: one tensor
+    _local = False  # True: compute() reads this process's state alone, with no collective
 
     def interval(self) -> list[tuple[float, float]] | tuple[float, float]:
         """Student t confidence intervals of the means, ``(low, high)`` per value of :meth:`compute`.

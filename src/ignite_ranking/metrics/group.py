@@ -31,7 +31,7 @@ from .per_query import PerQuery, flat_ids, query_keys
 from .publishing import check_result_mode
 from .readout import means_of
 from .refusal import DeferredRefusal, accumulate_or_refuse
-from .state import check_tensors
+from .state import LoadedState, check_tensors
 
 __all__ = ["RankingMetrics"]
 
@@ -293,6 +293,8 @@ class RankingMetrics(EngineMetric, MetricGroup):
                 checked[name] = metric._checked_state(saved[name])
             except (TypeError, ValueError) as error:
                 raise type(error)(f"metric {name!r}: {error}") from None
+        if self._per_query:
+            _check_same_queries(checked)
         check_tensors(state_dict)
         held = held_from_state(state_dict)
         readers = [name for name, metric in self.metrics.items() if not metric.takes_flat]
@@ -375,6 +377,20 @@ def _shared_ranking(members: Mapping[str, RankingMetric], ignore_index: object) 
             f"or None, got {sorted(indices - {None})}."
         )
     return ranking_of(list(members.values()), thresholds.pop(), tie_policies.pop(), ignore_index)
+
+
+def _check_same_queries(checked: Mapping[str, LoadedState]) -> None:
+    """Refuses loaded states whose members keep different queries (or in another order), which
+    no update of a ``per_query`` group makes: ``per_query_values`` pairs the members row by row."""
+    (first, state), *others = checked.items()
+    for name, other in others:
+        a, b = state.per_query, other.per_query  # every member of a per_query group keeps them
+        if not (torch.equal(a.keys, b.keys) and (a.arrived, a.user_keys) == (b.arrived, b.user_keys)):
+            raise ValueError(
+                f"metric {name!r} keeps other queries than metric {first!r} (keys, count or kind); "
+                "the members of a per_query group keep the same queries: it is not a saved state "
+                "of this group."
+            )
 
 
 def _check_per_query(members: Mapping[str, RankingMetric]) -> None:

@@ -95,13 +95,15 @@ def gather_per_query(
     arrived: int,
     user_keys: bool | None,
     num_values: int,
+    local: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(keys, values)`` of every process, in the order described in the module docstring."""
+    """``(keys, values)`` of every process (this one's alone when ``local``), in the order
+    described in the module docstring."""
     import ignite.distributed as idist
 
     local_values = torch.cat(values) if values else torch.zeros((0, num_values), dtype=torch.float64)
     local_keys = torch.cat(keys) if keys else torch.zeros(0, dtype=torch.int64)
-    world = idist.get_world_size()
+    world = 1 if local else idist.get_world_size()
     if world > 1:
         mode = -1 if user_keys is None else int(user_keys)
         info = idist.all_gather(torch.tensor([local_values.shape[0], arrived, mode], dtype=torch.int64))

@@ -22,8 +22,13 @@ def state_for_host(metric) -> torch.Tensor:
     return torch.cat((sums, metric._num_examples.reshape(1), metric._refusal.read().to(sums.device)))
 
 
-reduced_state = sync_all_reduce("_sum_per_k", "_num_examples")(state_for_host)
-""":func:`state_for_host` after Ignite's all-reduce of the sums and the count (a method)."""
+_all_reduced = sync_all_reduce("_sum_per_k", "_num_examples")(state_for_host)
+
+
+def reduced_state(metric) -> torch.Tensor:
+    """:func:`state_for_host` after Ignite's all-reduce of the sums and the count (a method); this
+    process's own for a metric that is ``_local`` (evaluated on one process, no collective)."""
+    return state_for_host(metric) if metric._local else _all_reduced(metric)
 
 
 def means_of(metric, state: list[int]) -> list[float] | float:

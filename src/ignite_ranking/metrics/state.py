@@ -249,6 +249,11 @@ def checked_state(metric, state_dict: Mapping) -> LoadedState:
                 "metric's state_dict() returned."
             )
         per_query = loaded_per_query(state_dict, metric.num_values, count, metric.value_range)
+        if per_query.user_keys and not metric._per_query:
+            raise ValueError(
+                "state_dict['_user_keys'] says the queries came with query_ids, which only a metric "
+                f"created with per_query=True takes; it is not a saved state of this {type(metric).__name__}."
+            )
     held = held_from_state(state_dict)
     if held is not None and not metric.takes_flat:
         raise ValueError(

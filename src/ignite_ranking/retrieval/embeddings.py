@@ -80,7 +80,8 @@ def evaluate_embeddings(
         group: a ``torch.distributed`` group spanning every process: each passes the same
             queries and its own corpus shard; every process returns the same result, bit for
             bit that of one process holding the whole corpus. Only ``(batch, k)`` candidates
-            and the corpus ids travel, never an embedding.
+            and the corpus ids travel, never an embedding. Without it, the result is this
+            process's own (no collective, also under ``torch.distributed``).
         progress: a tqdm bar over the query batches.
         per_query: also return ``{query id: {key: value}}`` of the evaluated queries (ids as
             ``str``, in ``query_ids``' order).
@@ -135,7 +136,7 @@ def evaluate_embeddings(
     row_of = {name: row for row, doc in enumerate(ids) if (name := str(doc)) in named}
     depth = max(1, min(max(k for _, k in asked), len(ids)))  # a cutoff past the corpus ranks all of it
     names = [conv.key_of(family, cutoff, sim_name) for family, cutoff in asked]
-    metrics = _metrics(asked, names, conv, per_query)
+    metrics = _metrics(asked, names, conv, per_query, local=group is None)
     low, high = _share(group, len(evaluated))
     batch_size = _check_batch_size(batch_size)
     starts = range(0, len(evaluated), batch_size)
@@ -449,8 +450,9 @@ def _retrieved(top, wanted, table, row_of, num_items, conv) -> Retrieved:
     )
 
 
-def _metrics(asked, names, conv: Convention, per_query: bool) -> RankingMetrics:
-    """One metric per measure (named ``m0``, ``m1``... in the group), under the convention."""
+def _metrics(asked, names, conv: Convention, per_query: bool, local: bool) -> RankingMetrics:
+    """One metric per measure (named ``m0``, ``m1``... in the group), under the convention;
+    ``local``: computed from this process's queries alone, also under ``torch.distributed``."""
     common = {"ignore_zero_hits": not conv.count_zero_hits}
     build = {
         "accuracy": lambda k: HitRate([k], **common),
@@ -461,4 +463,6 @@ def _metrics(asked, names, conv: Convention, per_query: bool) -> RankingMetrics:
         "map": lambda k: MAP([k], denominator=conv.map_denominator, **common),
     }
     members = {f"m{i}": build[family](k) for i, (family, k) in enumerate(asked)}
+    for metric in members.values():
+        metric._local = local
     return RankingMetrics(members, per_query=per_query)
